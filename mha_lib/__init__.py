@@ -1,0 +1,28 @@
+"""mha_lib: the canonical multi-head attention of the mha-notebooks collection.
+
+The names follow the d2l book (``d2l.torch``), so code written for it runs with
+``from mha_lib import ...`` in place of ``from d2l import torch as d2l``.
+"""
+
+from .functional import masked_softmax, scaled_dot_product_attention, transpose_output, transpose_qkv
+from .masks import attention_mask, causal_mask, sequence_mask
+from .modules import AdditiveAttention, DotProductAttention, MultiHeadAttention
+from .utils import pick_device, set_seed, to_torch_mha
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AdditiveAttention",
+    "DotProductAttention",
+    "MultiHeadAttention",
+    "attention_mask",
+    "causal_mask",
+    "masked_softmax",
+    "pick_device",
+    "scaled_dot_product_attention",
+    "sequence_mask",
+    "set_seed",
+    "to_torch_mha",
+    "transpose_output",
+    "transpose_qkv",
+]

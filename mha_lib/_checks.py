@@ -1,0 +1,89 @@
+"""Argument checks shared by the library: each one fails with a message that names
+the argument, what was expected and what came."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def check_tensor(name: str, x: object, rank: int, layout: str) -> Tensor:
+    """Require a floating-point tensor with ``rank`` axes laid out as ``layout``."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor {layout}, got {type(x).__name__}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(
+            f"{name} must be a floating-point tensor, got dtype {x.dtype}; "
+            f"convert it first, e.g. {name}.float()"
+        )
+    if x.dim() != rank:
+        raise ValueError(f"{name} must be a {rank}-D tensor {layout}, got shape {tuple(x.shape)}")
+    return x
+
+
+def check_features(name: str, x: Tensor, expected: int, size_name: str) -> None:
+    """Require the last axis of ``x`` to match the size the layer was built with."""
+    if x.shape[-1] != expected:
+        raise ValueError(
+            f"{name} has {x.shape[-1]} features (last axis of shape {tuple(x.shape)}) "
+            f"but the layer was built with {size_name}={expected}"
+        )
+
+
+def check_qkv(queries: Tensor, keys: Tensor, values: Tensor, rank: int | None = None) -> None:
+    """Require queries, keys and values that can attend to one another.
+
+    With ``rank`` None any rank >= 2 is accepted, as long as all three agree.
+    """
+    if rank is None:
+        rank = queries.dim() if isinstance(queries, Tensor) and queries.dim() >= 2 else 3
+        layout = "(..., sequence, features)"
+    else:
+        layout = "(batch_size, sequence, features)"
+    for name, x in (("queries", queries), ("keys", keys), ("values", values)):
+        check_tensor(name, x, rank, layout)
+    if not queries.dtype == keys.dtype == values.dtype:
+        raise TypeError(
+            "queries, keys and values must share one dtype, "
+            f"got {queries.dtype}, {keys.dtype} and {values.dtype}"
+        )
+    if not queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]:
+        raise ValueError(
+            "queries, keys and values must agree on the leading (batch) axes, got shapes "
+            f"{tuple(queries.shape)}, {tuple(keys.shape)} and {tuple(values.shape)}"
+        )
+    if keys.shape[-2] != values.shape[-2]:
+        raise ValueError(
+            "keys and values must have the same number of key-value pairs (axis -2), "
+            f"got keys {tuple(keys.shape)} and values {tuple(values.shape)}"
+        )
+
+
+def check_positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def check_dropout(dropout: object) -> float:
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+        raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
+    return float(dropout)
+
+
+def check_bool_mask(name: str, mask: object, target: tuple[int, ...], target_name: str) -> None:
+    """Require a boolean mask (True = may attend) that broadcasts to ``target``."""
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+        raise TypeError(
+            f"{name} must be a boolean tensor (True = may attend), got {got}; "
+            "build one with mha_lib.sequence_mask or mha_lib.causal_mask"
+        )
+    try:
+        shape = torch.broadcast_shapes(mask.shape, target)
+    except RuntimeError:
+        shape = None
+    if shape != tuple(target):
+        raise ValueError(
+            f"{name} must broadcast to {target_name} = {tuple(target)}, got shape {tuple(mask.shape)}"
+        )

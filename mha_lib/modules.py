@@ -1,0 +1,182 @@
+"""Attention layers with the d2l book's names and signatures.
+
+Each layer only projects, folds heads and calls the functional core in
+:mod:`mha_lib.functional`; see there for the dimension names.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ._checks import check_dropout, check_features, check_positive_int, check_qkv
+from .functional import masked_softmax, scaled_dot_product_attention, transpose_output, transpose_qkv
+from .masks import attention_mask
+
+__all__ = ["AdditiveAttention", "DotProductAttention", "MultiHeadAttention"]
+
+
+class DotProductAttention(nn.Module):
+    """Scaled dot-product attention; the weights of the last call stay in ``.attention_weights``.
+
+    Shape:
+        - queries: ``(batch_size, num_queries, d)``
+        - keys: ``(batch_size, num_kvpairs, d)``
+        - values: ``(batch_size, num_kvpairs, value_dim)``
+        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
+        - output: ``(batch_size, num_queries, value_dim)``
+    """
+
+    def __init__(self, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.dropout = nn.Dropout(check_dropout(dropout))
+        self.attention_weights: Tensor | None = None
+
+    def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None) -> Tensor:
+        check_qkv(queries, keys, values, rank=3)
+        batch_size, num_queries, _ = queries.shape
+        num_kvpairs = keys.shape[1]
+        mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens, device=queries.device)
+        output, self.attention_weights = scaled_dot_product_attention(queries, keys, values, mask, self.dropout)
+        return output
+
+
+class AdditiveAttention(nn.Module):
+    """Additive attention: the score is ``w_v . tanh(W_q q + W_k k)``, so queries and keys may differ in size.
+
+    Shape:
+        - queries: ``(batch_size, num_queries, query_size)``
+        - keys: ``(batch_size, num_kvpairs, key_size)``
+        - values: ``(batch_size, num_kvpairs, value_dim)``
+        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
+        - output: ``(batch_size, num_queries, value_dim)``
+    """
+
+    def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.key_size = check_positive_int("key_size", key_size)
+        self.query_size = check_positive_int("query_size", query_size)
+        check_positive_int("num_hiddens", num_hiddens)
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+        self.dropout = nn.Dropout(check_dropout(dropout))
+        self.attention_weights: Tensor | None = None
+
+    def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None) -> Tensor:
+        check_qkv(queries, keys, values, rank=3)
+        check_features("queries", queries, self.query_size, "query_size")
+        check_features("keys", keys, self.key_size, "key_size")
+        # Every query meets every key by broadcasting:
+        # (batch, queries, 1, hiddens) + (batch, 1, kvpairs, hiddens) -> (batch, queries, kvpairs, hiddens)
+        features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
+        scores = self.w_v(features).squeeze(-1)  # (batch, queries, kvpairs, 1) -> (batch, queries, kvpairs)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        return self.dropout(self.attention_weights) @ values  # -> (batch, queries, value_dim)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: ``num_heads`` scaled dot-product attentions side by side, then mixed by ``W_o``.
+
+    Each head works on ``head_dim = num_hiddens // num_heads`` features, so the
+    parameter count does not depend on ``num_heads``. With ``need_weights=True``
+    the weights of the last call stay in ``.attention_weights``, shaped
+    ``(batch_size, num_heads, num_queries, num_kvpairs)``; with
+    ``need_weights=False`` PyTorch's fused kernel computes the same output
+    without storing them.
+
+    Shape:
+        - queries: ``(batch_size, num_queries, query_size)``
+        - keys: ``(batch_size, num_kvpairs, key_size)``
+        - values: ``(batch_size, num_kvpairs, value_size)``
+        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
+        - attn_mask: boolean (True = may attend), broadcastable to ``(batch_size, num_queries, num_kvpairs)``
+        - output: ``(batch_size, num_queries, num_hiddens)``
+    """
+
+    def __init__(
+        self,
+        key_size: int,
+        query_size: int,
+        value_size: int,
+        num_hiddens: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = False,
+    ) -> None:
+        super().__init__()
+        for name, size in (("key_size", key_size), ("query_size", query_size),
+                           ("value_size", value_size), ("num_hiddens", num_hiddens)):
+            check_positive_int(name, size)
+        self.num_heads = check_positive_int("num_heads", num_heads)
+        if num_hiddens % num_heads:
+            raise ValueError(
+                f"num_heads={num_heads} must divide num_hiddens={num_hiddens} evenly, "
+                f"so that every head gets num_hiddens // num_heads features"
+            )
+        self.head_dim = num_hiddens // num_heads
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=bias)
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=bias)
+        self.W_v = nn.Linear(value_size, num_hiddens, bias=bias)
+        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+        self.dropout = nn.Dropout(check_dropout(dropout))
+        self.attention_weights: Tensor | None = None
+
+    def forward(
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        valid_lens: Tensor | None = None,
+        *,
+        causal: bool = False,
+        attn_mask: Tensor | None = None,
+        need_weights: bool = True,
+    ) -> Tensor:
+        check_qkv(queries, keys, values, rank=3)
+        check_features("queries", queries, self.W_q.in_features, "query_size")
+        check_features("keys", keys, self.W_k.in_features, "key_size")
+        check_features("values", values, self.W_v.in_features, "value_size")
+        batch_size, num_queries, _ = queries.shape
+        num_kvpairs = keys.shape[1]
+        mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens,
+                              causal=causal, attn_mask=attn_mask, device=queries.device)
+
+        # (batch, queries or kvpairs, *_size) -> (batch, queries or kvpairs, num_hiddens)
+        queries, keys, values = self.W_q(queries), self.W_k(keys), self.W_v(values)
+        if need_weights:
+            output = self._attention_with_weights(queries, keys, values, mask)
+        else:
+            output = self._fused_attention(queries, keys, values, mask)
+            self.attention_weights = None
+        return self.W_o(output)  # (batch, queries, num_hiddens) -> (batch, queries, num_hiddens)
+
+    def _attention_with_weights(self, queries: Tensor, keys: Tensor, values: Tensor,
+                                mask: Tensor | None) -> Tensor:
+        """All heads in one batched call, with the heads folded into the batch axis (d2l's layout)."""
+        batch_size, num_queries, _ = queries.shape
+        num_kvpairs = keys.shape[1]
+        # (batch, queries or kvpairs, num_hiddens) -> (batch*heads, queries or kvpairs, head_dim)
+        queries, keys, values = (transpose_qkv(X, self.num_heads) for X in (queries, keys, values))
+        if mask is not None and mask.size(0) > 1:
+            # The heads of one sequence sit next to each other on the folded axis, so each
+            # sequence's mask is repeated in place: [m0, m0, m1, m1], not [m0, m1, m0, m1].
+            mask = mask.repeat_interleave(self.num_heads, dim=0)  # (batch, ., kvpairs) -> (batch*heads, ., kvpairs)
+        output, weights = scaled_dot_product_attention(queries, keys, values, mask, self.dropout)
+        # (batch*heads, queries, kvpairs) -> (batch, heads, queries, kvpairs)
+        self.attention_weights = weights.reshape(batch_size, self.num_heads, num_queries, num_kvpairs)
+        return transpose_output(output, self.num_heads)  # (batch*heads, queries, head_dim) -> (batch, queries, num_hiddens)
+
+    def _fused_attention(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
+        """The same attention through PyTorch's fused kernel, which never stores the weights."""
+        # The fused kernels take heads on an axis of their own, the 4-D layout of chapter 03;
+        # these are views of the projections, nothing is copied.
+        # (batch, seq, num_hiddens) -> (batch, seq, heads, head_dim) -> (batch, heads, seq, head_dim)
+        queries, keys, values = (X.unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)
+                                 for X in (queries, keys, values))
+        if mask is not None:
+            mask = mask.unsqueeze(1)  # (batch, ., kvpairs) -> (batch, 1, ., kvpairs): one mask for all heads
+        dropout_p = self.dropout.p if self.training else 0.0
+        output = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p)
+        return output.transpose(1, 2).flatten(2)  # (batch, heads, queries, head_dim) -> (batch, queries, num_hiddens)

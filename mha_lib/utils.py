@@ -1,0 +1,63 @@
+"""Devices, seeds and a bridge to ``torch.nn.MultiheadAttention``."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import torch
+from torch import nn
+
+from .modules import MultiHeadAttention
+
+__all__ = ["pick_device", "set_seed", "to_torch_mha"]
+
+
+def pick_device() -> torch.device:
+    """The fastest device present: an NVIDIA GPU (cuda), then Apple's GPU (mps), then the CPU."""
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def set_seed(seed: int = 0) -> None:
+    """Seed Python's, NumPy's and PyTorch's (CPU and GPU) random generators, for reproducible runs."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def to_torch_mha(mha: MultiHeadAttention) -> nn.MultiheadAttention:
+    """Build a ``torch.nn.MultiheadAttention(batch_first=True)`` holding copies of ``mha``'s weights.
+
+    With the same inputs both compute the same output. Note the mask polarity
+    there: a boolean ``key_padding_mask`` or ``attn_mask`` marks with True what
+    must be *ignored*.
+    """
+    num_hiddens = mha.W_o.in_features
+    if mha.W_q.in_features != num_hiddens:
+        raise ValueError(
+            "nn.MultiheadAttention needs query_size == num_hiddens, "
+            f"got query_size={mha.W_q.in_features} and num_hiddens={num_hiddens}"
+        )
+    bias = mha.W_q.bias is not None
+    reference = nn.MultiheadAttention(
+        num_hiddens, mha.num_heads, dropout=mha.dropout.p, bias=bias, batch_first=True,
+        kdim=mha.W_k.in_features, vdim=mha.W_v.in_features,
+        device=mha.W_o.weight.device, dtype=mha.W_o.weight.dtype,
+    )
+    projections = (mha.W_q, mha.W_k, mha.W_v)
+    with torch.no_grad():
+        if reference._qkv_same_embed_dim:  # one stacked (3*num_hiddens, num_hiddens) matrix
+            reference.in_proj_weight.copy_(torch.cat([W.weight for W in projections]))
+        else:
+            reference.q_proj_weight.copy_(mha.W_q.weight)
+            reference.k_proj_weight.copy_(mha.W_k.weight)
+            reference.v_proj_weight.copy_(mha.W_v.weight)
+        reference.out_proj.weight.copy_(mha.W_o.weight)
+        if bias:
+            reference.in_proj_bias.copy_(torch.cat([W.bias for W in projections]))
+            reference.out_proj.bias.copy_(mha.W_o.bias)
+    return reference.train(mha.training)
