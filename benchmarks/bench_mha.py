@@ -66,7 +66,7 @@ def main() -> None:
         for name, (ours_fn, theirs_fn) in pairs.items():
             torch.testing.assert_close(ours_fn(x), theirs_fn(x), rtol=1e-4, atol=1e-5)
             ours_times, theirs_times = paired_times(ours_fn, theirs_fn, x, args.pairs, args.number)
-            ratios = [a / b for a, b in zip(ours_times, theirs_times)]
+            ratios = [a / b for a, b in zip(ours_times, theirs_times, strict=True)]
             ratio = statistics.median(ratios)
             verdict = "ok" if ratio <= TARGETS[name] else "OVER TARGET"
             print(f"{name:<20} mha_lib {statistics.median(ours_times) * 1e3:7.2f} ms   "

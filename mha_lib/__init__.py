@@ -7,6 +7,7 @@ The names follow the d2l book (``d2l.torch``), so code written for it runs with
 from .functional import masked_softmax, scaled_dot_product_attention, transpose_output, transpose_qkv
 from .masks import attention_mask, causal_mask, sequence_mask
 from .modules import AdditiveAttention, DotProductAttention, MultiHeadAttention
+from .plotting import show_heatmaps
 from .utils import pick_device, set_seed, to_torch_mha
 
 __version__ = "0.1.0"
@@ -22,6 +23,7 @@ __all__ = [
     "scaled_dot_product_attention",
     "sequence_mask",
     "set_seed",
+    "show_heatmaps",
     "to_torch_mha",
     "transpose_output",
     "transpose_qkv",

@@ -14,7 +14,7 @@ Dimension names (those of the d2l book):
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -75,12 +75,14 @@ def scaled_dot_product_attention(
         )
     d = queries.shape[-1]
     # Dividing the queries by sqrt(d) rather than the scores gives the same result with fewer divisions.
-    scores = (queries / math.sqrt(d)) @ keys.transpose(-2, -1)  # (..., queries, d) @ (..., d, kvpairs) -> (..., queries, kvpairs)
+    # (..., queries, d) @ (..., d, kvpairs) -> (..., queries, kvpairs)
+    scores = (queries / math.sqrt(d)) @ keys.transpose(-2, -1)
     if mask is not None:
         check_bool_mask("mask", mask, scores.shape, "the scores' shape (..., num_queries, num_kvpairs)")
     weights = _softmax_where(scores, mask)
     attended = dropout(weights) if dropout is not None else weights
-    return attended @ values, weights  # (..., queries, kvpairs) @ (..., kvpairs, value_dim) -> (..., queries, value_dim)
+    # (..., queries, kvpairs) @ (..., kvpairs, value_dim) -> (..., queries, value_dim)
+    return attended @ values, weights
 
 
 def transpose_qkv(X: Tensor, num_heads: int) -> Tensor:

@@ -162,11 +162,13 @@ class MultiHeadAttention(nn.Module):
         if mask is not None and mask.size(0) > 1:
             # The heads of one sequence sit next to each other on the folded axis, so each
             # sequence's mask is repeated in place: [m0, m0, m1, m1], not [m0, m1, m0, m1].
-            mask = mask.repeat_interleave(self.num_heads, dim=0)  # (batch, ., kvpairs) -> (batch*heads, ., kvpairs)
+            # (batch, queries or 1, kvpairs) -> (batch*heads, queries or 1, kvpairs)
+            mask = mask.repeat_interleave(self.num_heads, dim=0)
         output, weights = scaled_dot_product_attention(queries, keys, values, mask, self.dropout)
         # (batch*heads, queries, kvpairs) -> (batch, heads, queries, kvpairs)
         self.attention_weights = weights.reshape(batch_size, self.num_heads, num_queries, num_kvpairs)
-        return transpose_output(output, self.num_heads)  # (batch*heads, queries, head_dim) -> (batch, queries, num_hiddens)
+        # (batch*heads, queries, head_dim) -> (batch, queries, num_hiddens)
+        return transpose_output(output, self.num_heads)
 
     def _fused_attention(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
         """The same attention through PyTorch's fused kernel, which never stores the weights."""

@@ -176,7 +176,8 @@ def test_additive_attention_matches_its_formula(seed):
     for b in range(2):
         for i in range(4):
             for j in range(6):
-                scores[b, i, j] = layer.w_v.weight[0] @ torch.tanh(layer.W_q.weight @ q[b, i] + layer.W_k.weight @ k[b, j])
+                features = torch.tanh(layer.W_q.weight @ q[b, i] + layer.W_k.weight @ k[b, j])
+                scores[b, i, j] = layer.w_v.weight[0] @ features
     weights = torch.softmax(scores.masked_fill(~loop_mask(valid_lens, 4, 6), float("-inf")), dim=-1)
     torch.testing.assert_close(layer.attention_weights, weights, **TIGHT)
     torch.testing.assert_close(output, weights @ v, **TIGHT)

@@ -1,0 +1,56 @@
+"""The notebooks are committed as a reader should meet them: executed in order, with clean outputs.
+
+nbval (``make test-notebooks``) proves the stored outputs are what the code produces; these checks
+cover what nbval does not look at.
+"""
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+MACHINE_PATH = re.compile(r"/tmp/ipykernel|/root/|/home/\w+/|/work/|/Users/\w+/|site-packages")
+IGNORED = ("NBVAL_IGNORE_OUTPUT", "NBVAL_SKIP")
+
+
+def code_cells(path: Path) -> list:
+    return [cell for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"]
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS and NOTEBOOKS[0].name == "00_start_here.ipynb"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_valid_and_named_for_its_place(path):
+    nbformat.validate(nbformat.read(path, as_version=4))
+    assert re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", path.name)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_was_run_top_to_bottom_in_a_fresh_kernel(path):
+    counts = [cell.execution_count for cell in code_cells(path) if cell.source.strip()]
+    assert counts == list(range(1, len(counts) + 1)), "re-run it with `make outputs`"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_stored_outputs_show_no_errors_warnings_or_machine_paths(path):
+    for cell in code_cells(path):
+        raises = "raises-exception" in cell.metadata.get("tags", []) or "NBVAL_RAISES_EXCEPTION" in cell.source
+        for output in cell.outputs:
+            assert raises or output.output_type != "error", f"a traceback is stored in:\n{cell.source}"
+            assert output.get("name") != "stderr", f"stderr (a warning?) is stored in:\n{cell.source}"
+            assert not MACHINE_PATH.search(str(output)), f"a machine path is stored in:\n{cell.source}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_first_code_cell_imports_mha_lib(path):
+    assert "mha_lib" in code_cells(path)[0].source
+
+
+def test_few_cells_escape_output_checking():
+    cells = [cell for path in NOTEBOOKS for cell in code_cells(path)]
+    ignored = [cell for cell in cells if any(mark in cell.source for mark in IGNORED)]
+    assert len(ignored) < 0.15 * len(cells), f"{len(ignored)} of {len(cells)} code cells are not checked by nbval"
