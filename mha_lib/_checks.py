@@ -7,8 +7,8 @@ import torch
 from torch import Tensor
 
 
-def check_tensor(name: str, x: object, rank: int, layout: str) -> Tensor:
-    """Require a floating-point tensor with ``rank`` axes laid out as ``layout``."""
+def check_tensor(name: str, x: object, rank: int | None, layout: str) -> Tensor:
+    """Require a floating-point tensor with ``rank`` axes (any number if None) laid out as ``layout``."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{name} must be a torch.Tensor {layout}, got {type(x).__name__}")
     if not x.dtype.is_floating_point:
@@ -16,7 +16,7 @@ def check_tensor(name: str, x: object, rank: int, layout: str) -> Tensor:
             f"{name} must be a floating-point tensor, got dtype {x.dtype}; "
             f"convert it first, e.g. {name}.float()"
         )
-    if x.dim() != rank:
+    if rank is not None and x.dim() != rank:
         raise ValueError(f"{name} must be a {rank}-D tensor {layout}, got shape {tuple(x.shape)}")
     return x
 
@@ -30,14 +30,26 @@ def check_features(name: str, x: Tensor, expected: int, size_name: str) -> None:
         )
 
 
+def check_layer_dtype(name: str, x: Tensor, weight: Tensor) -> None:
+    """Require inputs in the dtype of the layer's weights, which nn.Linear needs."""
+    if x.dtype != weight.dtype:
+        raise TypeError(
+            f"{name} has dtype {x.dtype} but the layer's weights are {weight.dtype}; "
+            f"convert one of them, e.g. layer.to({x.dtype}) or {name}.to({weight.dtype})"
+        )
+
+
 def check_qkv(queries: Tensor, keys: Tensor, values: Tensor, rank: int | None = None) -> None:
     """Require queries, keys and values that can attend to one another.
 
     With ``rank`` None any rank >= 2 is accepted, as long as all three agree.
     """
     if rank is None:
-        rank = queries.dim() if isinstance(queries, Tensor) and queries.dim() >= 2 else 3
         layout = "(..., sequence, features)"
+        check_tensor("queries", queries, None, layout)
+        if queries.dim() < 2:
+            raise ValueError(f"queries must have at least 2 axes {layout}, got shape {tuple(queries.shape)}")
+        rank = queries.dim()
     else:
         layout = "(batch_size, sequence, features)"
     for name, x in (("queries", queries), ("keys", keys), ("values", values)):

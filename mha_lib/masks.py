@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._checks import check_bool_mask
+from ._checks import check_bool_mask, check_positive_int
 
 __all__ = ["attention_mask", "causal_mask", "sequence_mask"]
 
@@ -26,6 +26,7 @@ def sequence_mask(valid_lens: Tensor, num_kvpairs: int) -> Tensor:
         - valid_lens: any shape ``S``, integer values in ``[0, num_kvpairs]``
         - output: ``S + (num_kvpairs,)``, boolean
     """
+    check_positive_int("num_kvpairs", num_kvpairs)
     _check_valid_lens_values(valid_lens, num_kvpairs)
     positions = torch.arange(num_kvpairs, device=valid_lens.device)  # (num_kvpairs,)
     return positions < valid_lens.unsqueeze(-1)  # S -> S + (num_kvpairs,)
@@ -44,9 +45,8 @@ def causal_mask(
     """
     if num_kvpairs is None:
         num_kvpairs = num_queries
-    for name, value in (("num_queries", num_queries), ("num_kvpairs", num_kvpairs)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    check_positive_int("num_queries", num_queries)
+    check_positive_int("num_kvpairs", num_kvpairs)
     return torch.ones(num_queries, num_kvpairs, dtype=torch.bool, device=device).tril()
 
 
@@ -70,6 +70,8 @@ def attention_mask(
         - attn_mask: boolean, broadcastable to ``(batch_size, num_queries, num_kvpairs)``
         - output: ``(batch_size or 1, num_queries or 1, num_kvpairs)``, boolean, or None
     """
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
     masks = []
     if valid_lens is not None:
         _check_valid_lens_shape(valid_lens, batch_size, num_queries)

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import check_dropout, check_features, check_positive_int, check_qkv
+from ._checks import check_dropout, check_features, check_layer_dtype, check_positive_int, check_qkv
 from .functional import masked_softmax, scaled_dot_product_attention, transpose_output, transpose_qkv
 from .masks import attention_mask
 
@@ -68,6 +68,7 @@ class AdditiveAttention(nn.Module):
         check_qkv(queries, keys, values, rank=3)
         check_features("queries", queries, self.query_size, "query_size")
         check_features("keys", keys, self.key_size, "key_size")
+        check_layer_dtype("queries", queries, self.W_q.weight)
         # Every query meets every key by broadcasting:
         # (batch, queries, 1, hiddens) + (batch, 1, kvpairs, hiddens) -> (batch, queries, kvpairs, hiddens)
         features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
@@ -138,6 +139,7 @@ class MultiHeadAttention(nn.Module):
         check_features("queries", queries, self.W_q.in_features, "query_size")
         check_features("keys", keys, self.W_k.in_features, "key_size")
         check_features("values", values, self.W_v.in_features, "value_size")
+        check_layer_dtype("queries", queries, self.W_q.weight)
         batch_size, num_queries, _ = queries.shape
         num_kvpairs = keys.shape[1]
         mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens,

@@ -36,6 +36,8 @@ def to_torch_mha(mha: MultiHeadAttention) -> nn.MultiheadAttention:
     there: a boolean ``key_padding_mask`` or ``attn_mask`` marks with True what
     must be *ignored*.
     """
+    if not isinstance(mha, MultiHeadAttention):
+        raise TypeError(f"mha must be an mha_lib.MultiHeadAttention, got {type(mha).__name__}")
     num_hiddens = mha.W_o.in_features
     if mha.W_q.in_features != num_hiddens:
         raise ValueError(

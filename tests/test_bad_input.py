@@ -1,0 +1,445 @@
+"""Bad input gets a clear error, never a silent wrong answer or NaN.
+
+The project rule: a wrong value or shape raises ``ValueError``, a wrong dtype or
+type raises ``TypeError``, and the message names the argument, what was expected
+and what came. Each ``match=`` below checks the argument's name *and* the value or
+shape that came, so these tests fail if a message turns vague.
+
+Every test starts from the same small, valid inputs (see ``make_inputs``) and
+breaks exactly one thing; ``test_standard_inputs_are_accepted`` checks that the
+unbroken inputs pass. Seeds: ``tests/conftest.py`` calls ``torch.manual_seed(0)``
+before every test.
+"""
+
+import math
+import re
+from collections.abc import Callable
+
+import pytest
+import torch
+from torch import nn
+
+from mha_lib import (
+    AdditiveAttention,
+    DotProductAttention,
+    MultiHeadAttention,
+    causal_mask,
+    masked_softmax,
+    scaled_dot_product_attention,
+    sequence_mask,
+    to_torch_mha,
+    transpose_output,
+    transpose_qkv,
+)
+
+BATCH, NUM_QUERIES, NUM_KVPAIRS = 2, 3, 4
+QUERY_SIZE, KEY_SIZE, VALUE_SIZE = 6, 5, 7  # all different, so a message naming the wrong one fails
+NUM_HIDDENS, NUM_HEADS = 8, 2
+
+LAYERS = {
+    "MultiHeadAttention": lambda: MultiHeadAttention(KEY_SIZE, QUERY_SIZE, VALUE_SIZE, NUM_HIDDENS, NUM_HEADS),
+    "AdditiveAttention": lambda: AdditiveAttention(KEY_SIZE, QUERY_SIZE, NUM_HIDDENS),
+    "DotProductAttention": DotProductAttention,
+}
+WITH_SDPA = [*LAYERS, "scaled_dot_product_attention"]
+QKV = ["queries", "keys", "values"]
+
+
+def msg(*parts: object) -> str:
+    """A regex that requires every part, literally and in this order, in the error message."""
+    return ".*".join(re.escape(str(part)) for part in parts)
+
+
+def make_inputs(key_size: int = KEY_SIZE) -> dict[str, torch.Tensor]:
+    """Valid queries, keys and values, keyed by the argument names the layers use."""
+    return {
+        "queries": torch.randn(BATCH, NUM_QUERIES, QUERY_SIZE),
+        "keys": torch.randn(BATCH, NUM_KVPAIRS, key_size),
+        "values": torch.randn(BATCH, NUM_KVPAIRS, VALUE_SIZE),
+    }
+
+
+def layer_and_inputs(name: str) -> tuple[nn.Module, dict[str, torch.Tensor]]:
+    key_size = QUERY_SIZE if name == "DotProductAttention" else KEY_SIZE  # dot products need d_q == d_k
+    return LAYERS[name](), make_inputs(key_size)
+
+
+def callable_and_inputs(name: str) -> tuple[Callable[..., object], dict[str, torch.Tensor]]:
+    """A layer of LAYERS, or the function scaled_dot_product_attention, with valid inputs for it."""
+    if name == "scaled_dot_product_attention":
+        return scaled_dot_product_attention, make_inputs(key_size=QUERY_SIZE)
+    return layer_and_inputs(name)
+
+
+def call_with_valid_lens(target: str, valid_lens: object) -> torch.Tensor:
+    """Pass ``valid_lens`` to ``target`` (a function or a layer name) with otherwise valid input."""
+    if target == "masked_softmax":
+        return masked_softmax(torch.randn(BATCH, NUM_QUERIES, NUM_KVPAIRS), valid_lens)
+    if target == "sequence_mask":
+        return sequence_mask(valid_lens, NUM_KVPAIRS)
+    layer, inputs = layer_and_inputs(target)
+    return layer(**inputs, valid_lens=valid_lens)
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_standard_inputs_are_accepted(name):
+    layer, inputs = layer_and_inputs(name)
+    output = layer(**inputs)
+    assert output.shape[:2] == (BATCH, NUM_QUERIES)
+    assert not output.isnan().any()
+
+
+# --- layer construction ------------------------------------------------------------------
+
+
+def mha_sizes(**changes: object) -> dict[str, object]:
+    sizes = {"key_size": KEY_SIZE, "query_size": QUERY_SIZE, "value_size": VALUE_SIZE,
+             "num_hiddens": NUM_HIDDENS, "num_heads": NUM_HEADS}
+    return sizes | changes
+
+
+@pytest.mark.parametrize(("num_hiddens", "num_heads"), [(100, 3), (8, 3), (6, 4)])
+def test_mha_num_heads_must_divide_num_hiddens_and_the_message_names_both(num_hiddens, num_heads):
+    with pytest.raises(ValueError, match=msg(f"num_heads={num_heads}", f"num_hiddens={num_hiddens}")):
+        MultiHeadAttention(**mha_sizes(num_hiddens=num_hiddens, num_heads=num_heads))
+
+
+@pytest.mark.parametrize("size", ["key_size", "query_size", "value_size", "num_hiddens", "num_heads"])
+@pytest.mark.parametrize("value", [0, -2, 2.5, 8.0, "8", None, True], ids=repr)
+def test_mha_sizes_must_be_positive_ints(size, value):
+    # Wrong types raise ValueError here, not TypeError: check_positive_int treats them as bad values.
+    with pytest.raises(ValueError, match=msg(size, "positive int", f"got {value!r}")):
+        MultiHeadAttention(**mha_sizes(**{size: value}))
+
+
+DROPOUT_LAYERS = {
+    "MultiHeadAttention": lambda p: MultiHeadAttention(**mha_sizes(), dropout=p),
+    "AdditiveAttention": lambda p: AdditiveAttention(KEY_SIZE, QUERY_SIZE, NUM_HIDDENS, dropout=p),
+    "DotProductAttention": lambda p: DotProductAttention(dropout=p),
+}
+
+
+@pytest.mark.parametrize("name", DROPOUT_LAYERS)
+@pytest.mark.parametrize("dropout", [-0.1, 1.0, 1.5, math.nan], ids=repr)
+def test_dropout_must_lie_in_zero_one(name, dropout):
+    with pytest.raises(ValueError, match=msg("dropout", "[0, 1)", f"got {dropout!r}")):
+        DROPOUT_LAYERS[name](dropout)
+
+
+@pytest.mark.parametrize("name", DROPOUT_LAYERS)
+@pytest.mark.parametrize("dropout", [0, 0.0, 0.5, 0.999], ids=repr)
+def test_dropout_in_zero_one_is_accepted(name, dropout):
+    assert DROPOUT_LAYERS[name](dropout).dropout.p == dropout
+
+
+# --- queries, keys and values ------------------------------------------------------------
+
+RESHAPES = {
+    "2-D": lambda x: x[0],
+    "4-D": lambda x: x.unsqueeze(0),
+}
+
+
+@pytest.mark.parametrize("rank", RESHAPES)
+@pytest.mark.parametrize("arg", QKV)
+@pytest.mark.parametrize("name", LAYERS)
+def test_layers_reject_wrong_rank(name, arg, rank):
+    layer, inputs = layer_and_inputs(name)
+    inputs[arg] = bad = RESHAPES[rank](inputs[arg])
+    with pytest.raises(ValueError, match=msg(arg, "3-D", f"got shape {tuple(bad.shape)}")):
+        layer(**inputs)
+
+
+FUNCTIONS_OF_X = {
+    "masked_softmax": masked_softmax,
+    "transpose_qkv": lambda X: transpose_qkv(X, NUM_HEADS),
+    "transpose_output": lambda X: transpose_output(X, NUM_HEADS),
+}
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4, 2)], ids=["2-D", "4-D"])
+@pytest.mark.parametrize("function", FUNCTIONS_OF_X)
+def test_functions_reject_X_of_wrong_rank(function, shape):
+    with pytest.raises(ValueError, match=msg("X", "3-D", f"got shape {shape}")):
+        FUNCTIONS_OF_X[function](torch.randn(*shape))
+
+
+@pytest.mark.parametrize("function", FUNCTIONS_OF_X)
+def test_functions_reject_integer_X(function):
+    with pytest.raises(TypeError, match=msg("X", "floating-point", "torch.int64")):
+        FUNCTIONS_OF_X[function](torch.ones(BATCH, NUM_QUERIES, NUM_KVPAIRS, dtype=torch.long))
+
+
+FEATURE_SIZES = [
+    pytest.param("MultiHeadAttention", "queries", "query_size", QUERY_SIZE, id="MHA-queries"),
+    pytest.param("MultiHeadAttention", "keys", "key_size", KEY_SIZE, id="MHA-keys"),
+    pytest.param("MultiHeadAttention", "values", "value_size", VALUE_SIZE, id="MHA-values"),
+    pytest.param("AdditiveAttention", "queries", "query_size", QUERY_SIZE, id="Additive-queries"),
+    pytest.param("AdditiveAttention", "keys", "key_size", KEY_SIZE, id="Additive-keys"),
+]
+
+
+@pytest.mark.parametrize(("name", "arg", "size_name", "size"), FEATURE_SIZES)
+def test_layers_reject_feature_sizes_they_were_not_built_for(name, arg, size_name, size):
+    layer, inputs = layer_and_inputs(name)
+    inputs[arg] = inputs[arg][..., :-1]  # one feature short
+    with pytest.raises(ValueError, match=msg(arg, f"has {size - 1} features", f"{size_name}={size}")):
+        layer(**inputs)
+
+
+def test_dot_product_needs_queries_and_keys_of_one_size():
+    inputs = make_inputs(key_size=QUERY_SIZE + 1)
+    with pytest.raises(ValueError, match=msg("queries and keys", "same number of features",
+                                             tuple(inputs["queries"].shape), tuple(inputs["keys"].shape))):
+        scaled_dot_product_attention(**inputs)
+
+
+@pytest.mark.parametrize("name", WITH_SDPA)
+def test_keys_and_values_must_have_the_same_length(name):
+    call, inputs = callable_and_inputs(name)
+    inputs["values"] = torch.cat([inputs["values"], inputs["values"][:, :1]], dim=1)  # one pair too many
+    with pytest.raises(ValueError, match=msg("keys and values", "key-value pairs",
+                                             f"values {tuple(inputs['values'].shape)}")):
+        call(**inputs)
+
+
+@pytest.mark.parametrize("arg", QKV)
+@pytest.mark.parametrize("name", LAYERS)
+def test_batch_sizes_must_agree(name, arg):
+    layer, inputs = layer_and_inputs(name)
+    inputs[arg] = bad = torch.cat([inputs[arg], inputs[arg][:1]])  # one sequence too many
+    with pytest.raises(ValueError, match=msg("leading (batch) axes", tuple(bad.shape))):
+        layer(**inputs)
+
+
+@pytest.mark.parametrize("arg", QKV)
+@pytest.mark.parametrize("name", LAYERS)
+def test_integer_inputs_raise_type_error(name, arg):
+    layer, inputs = layer_and_inputs(name)
+    inputs[arg] = inputs[arg].long()
+    with pytest.raises(TypeError, match=msg(arg, "floating-point", "torch.int64")):
+        layer(**inputs)
+
+
+@pytest.mark.parametrize("arg", QKV)
+@pytest.mark.parametrize("name", WITH_SDPA)
+def test_mixed_dtypes_raise_type_error(name, arg):
+    call, inputs = callable_and_inputs(name)
+    inputs[arg] = inputs[arg].double()
+    dtypes = [inputs[a].dtype for a in QKV]
+    with pytest.raises(TypeError, match=msg("queries, keys and values", "one dtype",
+                                            f"got {dtypes[0]}, {dtypes[1]} and {dtypes[2]}")):
+        call(**inputs)
+
+
+def test_dot_product_attention_has_no_weights_so_float64_is_fine():
+    layer, inputs = layer_and_inputs("DotProductAttention")
+    output = layer(**{arg: x.double() for arg, x in inputs.items()})
+    assert output.dtype == torch.float64
+
+
+@pytest.mark.parametrize("name", ["MultiHeadAttention", "AdditiveAttention"])
+def test_inputs_of_another_dtype_than_the_layer_raise_type_error(name):
+    layer, inputs = layer_and_inputs(name)
+    with pytest.raises(TypeError, match=msg("queries", "torch.float64", "torch.float32")):
+        layer(**{arg: x.double() for arg, x in inputs.items()})
+
+
+# --- valid_lens ----------------------------------------------------------------------------
+
+BAD_VALID_LENS_SHAPES = [
+    pytest.param((BATCH + 1,), id="batch+1"),
+    pytest.param((BATCH, NUM_QUERIES + 1), id="batch-x-queries+1"),
+    pytest.param((BATCH, NUM_QUERIES, 1), id="3-D"),
+    pytest.param((), id="0-D"),
+]
+
+
+@pytest.mark.parametrize("shape", BAD_VALID_LENS_SHAPES)
+@pytest.mark.parametrize("target", ["masked_softmax", *LAYERS])
+def test_valid_lens_of_wrong_shape(target, shape):
+    valid_lens = torch.ones(shape, dtype=torch.long)
+    with pytest.raises(ValueError, match=msg("valid_lens", f"({BATCH},) or ({BATCH}, {NUM_QUERIES})",
+                                             f"got {shape}")):
+        call_with_valid_lens(target, valid_lens)
+
+
+BAD_VALID_LENS_VALUES = [
+    pytest.param(torch.tensor([1.0, 2.0]), TypeError, ("valid_lens", "integers", "torch.float32"), id="float"),
+    pytest.param(torch.tensor([True, False]), TypeError, ("valid_lens", "integers", "torch.bool"), id="bool"),
+    pytest.param(torch.tensor([-1, 2]), ValueError, ("valid_lens", f"[0, {NUM_KVPAIRS}]", "from -1 "),
+                 id="negative"),
+    pytest.param(torch.tensor([1, NUM_KVPAIRS + 1]), ValueError,
+                 ("valid_lens", f"[0, {NUM_KVPAIRS}]", f"to {NUM_KVPAIRS + 1}"), id="longer-than-num_kvpairs"),
+    pytest.param([1, 2], TypeError, ("valid_lens", "tensor", "got list"), id="python-list"),
+]
+
+
+@pytest.mark.parametrize(("valid_lens", "error", "parts"), BAD_VALID_LENS_VALUES)
+@pytest.mark.parametrize("target", ["sequence_mask", "masked_softmax", *LAYERS])
+def test_valid_lens_of_wrong_type_or_value(target, valid_lens, error, parts):
+    with pytest.raises(error, match=msg(*parts)):
+        call_with_valid_lens(target, valid_lens)
+
+
+GOOD_VALID_LENS = [
+    pytest.param(torch.tensor([0, NUM_KVPAIRS]), id="0-and-num_kvpairs"),
+    pytest.param(torch.tensor([0, 0]), id="all-0"),
+    pytest.param(torch.tensor([[0, 1, NUM_KVPAIRS], [NUM_KVPAIRS, 2, 0]]), id="per-query"),
+    pytest.param(torch.tensor([0, NUM_KVPAIRS], dtype=torch.int32), id="int32"),
+]
+
+
+@pytest.mark.parametrize("valid_lens", GOOD_VALID_LENS)
+@pytest.mark.parametrize("target", ["sequence_mask", "masked_softmax", *LAYERS])
+def test_valid_lens_from_0_to_num_kvpairs_are_accepted_without_nan(target, valid_lens):
+    assert not call_with_valid_lens(target, valid_lens).isnan().any()
+
+
+@pytest.mark.parametrize("valid_lens", GOOD_VALID_LENS)
+def test_mha_fused_path_accepts_valid_lens_0_without_nan(valid_lens):
+    layer, inputs = layer_and_inputs("MultiHeadAttention")
+    assert not layer(**inputs, valid_lens=valid_lens, need_weights=False).isnan().any()
+
+
+def test_masked_softmax_gives_length_0_all_zero_weights_and_full_length_plain_softmax():
+    X = torch.randn(BATCH, NUM_QUERIES, NUM_KVPAIRS)
+    weights = masked_softmax(X, torch.tensor([0, NUM_KVPAIRS]))
+    assert torch.equal(weights[0], torch.zeros_like(weights[0]))
+    torch.testing.assert_close(weights[1], X[1].softmax(dim=-1))
+
+
+def test_masked_softmax_leaves_X_unchanged():
+    X = torch.randn(BATCH, NUM_QUERIES, NUM_KVPAIRS)
+    before = X.clone()
+    masked_softmax(X, torch.tensor([1, 2]))
+    assert torch.equal(X, before)
+
+
+# --- explicit masks ------------------------------------------------------------------------
+
+SCORES_SHAPE = (BATCH, NUM_QUERIES, NUM_KVPAIRS)
+BAD_MASK_SHAPES = [
+    pytest.param((NUM_QUERIES, NUM_KVPAIRS + 1), id="kvpairs+1"),
+    pytest.param((BATCH + 1, NUM_QUERIES, NUM_KVPAIRS), id="batch+1"),
+    pytest.param((2, BATCH, NUM_QUERIES, NUM_KVPAIRS), id="broadcasts-to-more-axes"),
+]
+BAD_MASK_DTYPES = [
+    pytest.param(torch.float32, id="float32"),
+    pytest.param(torch.long, id="int64"),
+    pytest.param(torch.uint8, id="uint8"),
+]
+
+
+@pytest.mark.parametrize("shape", BAD_MASK_SHAPES)
+def test_scaled_dot_product_attention_rejects_mask_that_does_not_broadcast(shape):
+    inputs = make_inputs(key_size=QUERY_SIZE)
+    with pytest.raises(ValueError, match=msg("mask", "broadcast", SCORES_SHAPE, f"got shape {shape}")):
+        scaled_dot_product_attention(**inputs, mask=torch.ones(shape, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("dtype", BAD_MASK_DTYPES)
+def test_scaled_dot_product_attention_rejects_non_bool_mask(dtype):
+    inputs = make_inputs(key_size=QUERY_SIZE)
+    with pytest.raises(TypeError, match=msg("mask", "boolean", f"got {dtype}")):
+        scaled_dot_product_attention(**inputs, mask=torch.ones(SCORES_SHAPE, dtype=dtype))
+
+
+@pytest.mark.parametrize("shape", BAD_MASK_SHAPES)
+def test_mha_rejects_attn_mask_that_does_not_broadcast(shape):
+    layer, inputs = layer_and_inputs("MultiHeadAttention")
+    with pytest.raises(ValueError, match=msg("attn_mask", "broadcast", SCORES_SHAPE, f"got shape {shape}")):
+        layer(**inputs, attn_mask=torch.ones(shape, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("dtype", BAD_MASK_DTYPES)
+def test_mha_rejects_non_bool_attn_mask(dtype):
+    layer, inputs = layer_and_inputs("MultiHeadAttention")
+    with pytest.raises(TypeError, match=msg("attn_mask", "boolean", f"got {dtype}")):
+        layer(**inputs, attn_mask=torch.ones(SCORES_SHAPE, dtype=dtype))
+
+
+@pytest.mark.parametrize("need_weights", [True, False], ids=["with-weights", "fused"])
+def test_mha_accepts_an_all_false_attn_mask_without_nan(need_weights):
+    layer, inputs = layer_and_inputs("MultiHeadAttention")
+    mask = torch.zeros(NUM_QUERIES, NUM_KVPAIRS, dtype=torch.bool)
+    assert not layer(**inputs, attn_mask=mask, need_weights=need_weights).isnan().any()
+
+
+# --- head reshapes -------------------------------------------------------------------------
+
+
+def test_transpose_qkv_needs_num_heads_to_divide_the_features():
+    X = torch.randn(BATCH, NUM_QUERIES, NUM_HIDDENS)
+    with pytest.raises(ValueError, match=msg("num_heads=3", f"num_hiddens={NUM_HIDDENS}", tuple(X.shape))):
+        transpose_qkv(X, 3)
+
+
+def test_transpose_output_needs_a_first_axis_that_is_a_multiple_of_num_heads():
+    X = torch.randn(5, NUM_QUERIES, 4)
+    with pytest.raises(ValueError, match=msg(f"num_heads={NUM_HEADS}", "got 5", tuple(X.shape))):
+        transpose_output(X, NUM_HEADS)
+
+
+@pytest.mark.parametrize("num_heads", [0, -1, 2.0])
+@pytest.mark.parametrize("function", [transpose_qkv, transpose_output], ids=lambda f: f.__name__)
+def test_head_reshapes_need_a_positive_int_num_heads(function, num_heads):
+    with pytest.raises(ValueError, match=msg("num_heads", "positive int", f"got {num_heads!r}")):
+        function(torch.randn(BATCH * NUM_HEADS, NUM_QUERIES, NUM_HIDDENS), num_heads)
+
+
+# --- mask builders -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "name", "value"), [
+    pytest.param((0,), "num_queries", 0, id="num_queries=0"),
+    pytest.param((-1,), "num_queries", -1, id="num_queries=-1"),
+    pytest.param((3, 0), "num_kvpairs", 0, id="num_kvpairs=0"),
+    pytest.param((3, -2), "num_kvpairs", -2, id="num_kvpairs=-2"),
+    pytest.param((2.0,), "num_queries", 2.0, id="num_queries=2.0"),
+])
+def test_causal_mask_needs_positive_sizes(args, name, value):
+    with pytest.raises(ValueError, match=msg(name, "positive int", f"got {value!r}")):
+        causal_mask(*args)
+
+
+def test_causal_mask_rejects_bool_size():
+    with pytest.raises(ValueError, match=msg("num_queries", "positive int", "got True")):
+        causal_mask(True)
+
+
+@pytest.mark.parametrize("num_kvpairs", [-1, 2.5])
+def test_sequence_mask_checks_num_kvpairs(num_kvpairs):
+    with pytest.raises(ValueError, match=msg("num_kvpairs", f"got {num_kvpairs!r}")):
+        sequence_mask(torch.tensor([0, 1]), num_kvpairs)
+
+
+# --- bridge to torch.nn.MultiheadAttention -------------------------------------------------
+
+
+def test_to_torch_mha_needs_query_size_equal_to_num_hiddens():
+    mha = MultiHeadAttention(**mha_sizes())
+    with pytest.raises(ValueError, match=msg(f"query_size={QUERY_SIZE}", f"num_hiddens={NUM_HIDDENS}")):
+        to_torch_mha(mha)
+
+
+def test_to_torch_mha_accepts_query_size_equal_to_num_hiddens():
+    mha = MultiHeadAttention(**mha_sizes(query_size=NUM_HIDDENS))
+    assert isinstance(to_torch_mha(mha), nn.MultiheadAttention)
+
+
+def test_causal_must_be_a_bool():
+    layer, inputs = layer_and_inputs("MultiHeadAttention")
+    with pytest.raises(TypeError, match=msg("causal", "True or False", "got 'yes'")):
+        layer(**inputs, causal="yes")
+
+
+def test_to_torch_mha_needs_an_mha_lib_layer():
+    with pytest.raises(TypeError, match=msg("mha", "MultiHeadAttention", "got str")):
+        to_torch_mha("x")
+
+
+def test_scaled_dot_product_attention_needs_at_least_two_axes():
+    q = torch.randn(4)
+    with pytest.raises(ValueError, match=msg("queries", "at least 2 axes", "got shape (4,)")):
+        scaled_dot_product_attention(q, q, q)
