@@ -10,6 +10,8 @@ STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=300 --nbval-sanitize-with tests/nbval_sanitize.cfg
 PORT ?= 8888
+# JupyterLab refuses to start as root unless told to; containers and CI machines often run as root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .DEFAULT_GOAL := help
 .PHONY: help setup lab test test-unit test-notebooks lint outputs bench clean
@@ -26,7 +28,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $@
 
 lab: $(STAMP) ## open the notebooks in JupyterLab on 127.0.0.1 (the URL with its token is printed)
-	$(BIN)/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT)
+	$(BIN)/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) $(ALLOW_ROOT)
 
 test: test-unit test-notebooks ## run the unit tests, then execute every notebook with nbval (strict)
 
