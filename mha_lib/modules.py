@@ -55,9 +55,8 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0) -> None:
         super().__init__()
-        self.key_size = check_positive_int("key_size", key_size)
-        self.query_size = check_positive_int("query_size", query_size)
-        check_positive_int("num_hiddens", num_hiddens)
+        for name, size in (("key_size", key_size), ("query_size", query_size), ("num_hiddens", num_hiddens)):
+            check_positive_int(name, size)
         self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
         self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
@@ -66,8 +65,8 @@ class AdditiveAttention(nn.Module):
 
     def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None) -> Tensor:
         check_qkv(queries, keys, values, rank=3)
-        check_features("queries", queries, self.query_size, "query_size")
-        check_features("keys", keys, self.key_size, "key_size")
+        check_features("queries", queries, self.W_q.in_features, "query_size")
+        check_features("keys", keys, self.W_k.in_features, "key_size")
         check_layer_dtype("queries", queries, self.W_q.weight)
         # Every query meets every key by broadcasting:
         # (batch, queries, 1, hiddens) + (batch, 1, kvpairs, hiddens) -> (batch, queries, kvpairs, hiddens)
@@ -152,7 +151,7 @@ class MultiHeadAttention(nn.Module):
         else:
             output = self._fused_attention(queries, keys, values, mask)
             self.attention_weights = None
-        return self.W_o(output)  # (batch, queries, num_hiddens) -> (batch, queries, num_hiddens)
+        return self.W_o(output)  # mixes what the heads found; the shape stays (batch, queries, num_hiddens)
 
     def _attention_with_weights(self, queries: Tensor, keys: Tensor, values: Tensor,
                                 mask: Tensor | None) -> Tensor:
@@ -180,7 +179,8 @@ class MultiHeadAttention(nn.Module):
         queries, keys, values = (X.unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)
                                  for X in (queries, keys, values))
         if mask is not None:
-            mask = mask.unsqueeze(1)  # (batch, ., kvpairs) -> (batch, 1, ., kvpairs): one mask for all heads
+            # (batch, queries or 1, kvpairs) -> (batch, 1, queries or 1, kvpairs): one mask for all heads
+            mask = mask.unsqueeze(1)
         dropout_p = self.dropout.p if self.training else 0.0
         output = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p)
         return output.transpose(1, 2).flatten(2)  # (batch, heads, queries, head_dim) -> (batch, queries, num_hiddens)
