@@ -1,0 +1,28 @@
+"""Plain-text tables for notebooks: aligned columns that print the same everywhere."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["format_table"]
+
+
+def format_table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
+    """Lay out ``rows`` under ``headers`` in left-aligned columns separated by two spaces.
+
+    Tuples print as shapes, e.g. ``(2, 10, 100)``; everything else through ``str``.
+    """
+    cells = [[str(h) for h in headers]] + [[_cell(value) for value in row] for row in rows]
+    for number, row in enumerate(cells[1:], start=1):
+        if len(row) != len(headers):
+            raise ValueError(f"row {number} has {len(row)} cells but there are {len(headers)} headers: {row}")
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, tuple):
+        return "(" + ", ".join(str(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    return str(value)
