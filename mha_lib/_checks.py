@@ -7,11 +7,11 @@ import torch
 from torch import Tensor
 
 
-def check_tensor(name: str, x: object, rank: int | None, layout: str) -> Tensor:
-    """Require a floating-point tensor with ``rank`` axes (any number if None) laid out as ``layout``."""
+def check_tensor(name: str, x: object, rank: int | None, layout: str, floating: bool = True) -> Tensor:
+    """Require a tensor with ``rank`` axes (any number if None) laid out as ``layout``, floating-point if asked."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{name} must be a torch.Tensor {layout}, got {type(x).__name__}")
-    if not x.dtype.is_floating_point:
+    if floating and not x.dtype.is_floating_point:
         raise TypeError(
             f"{name} must be a floating-point tensor, got dtype {x.dtype}; "
             f"convert it first, e.g. {name}.float()"

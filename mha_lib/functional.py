@@ -90,12 +90,13 @@ def transpose_qkv(X: Tensor, num_heads: int) -> Tensor:
 
     In einops notation: ``'b n (h d) -> (b h) n d'``. Along the new first axis
     the order is sequence 0 head 0, sequence 0 head 1, ..., sequence 1 head 0, ...
+    Only elements move, so any dtype works, integers included.
 
     Shape:
         - X: ``(batch_size, seq_len, num_hiddens)``
         - output: ``(batch_size * num_heads, seq_len, num_hiddens // num_heads)``
     """
-    check_tensor("X", X, 3, "(batch_size, seq_len, num_hiddens)")
+    check_tensor("X", X, 3, "(batch_size, seq_len, num_hiddens)", floating=False)
     check_positive_int("num_heads", num_heads)
     batch_size, seq_len, num_hiddens = X.shape
     if num_hiddens % num_heads:
@@ -117,7 +118,7 @@ def transpose_output(X: Tensor, num_heads: int) -> Tensor:
         - X: ``(batch_size * num_heads, seq_len, head_dim)``
         - output: ``(batch_size, seq_len, num_heads * head_dim)``
     """
-    check_tensor("X", X, 3, "(batch_size * num_heads, seq_len, head_dim)")
+    check_tensor("X", X, 3, "(batch_size * num_heads, seq_len, head_dim)", floating=False)
     check_positive_int("num_heads", num_heads)
     folded, seq_len, head_dim = X.shape
     if folded % num_heads:

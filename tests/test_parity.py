@@ -201,9 +201,9 @@ def test_transpose_qkv_puts_head_i_of_sequence_b_at_b_times_heads_plus_i(batch_s
 
 def test_transpose_qkv_on_the_10_to_27_example():
     X = torch.tensor([[[10, 11, 12, 13], [14, 15, 16, 17]],
-                      [[20, 21, 22, 23], [24, 25, 26, 27]]], dtype=torch.float32)
+                      [[20, 21, 22, 23], [24, 25, 26, 27]]])
     expected = torch.tensor([[[10, 11], [14, 15]], [[12, 13], [16, 17]],
-                             [[20, 21], [24, 25]], [[22, 23], [26, 27]]], dtype=torch.float32)
+                             [[20, 21], [24, 25]], [[22, 23], [26, 27]]])
     assert torch.equal(transpose_qkv(X, 2), expected)
     assert torch.equal(transpose_output(expected, 2), X)
 

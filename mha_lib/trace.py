@@ -1,0 +1,233 @@
+"""Shape traces: run the head-splitting reshapes (or a whole attention layer) one step at a time.
+
+Each :class:`Step` keeps the code that ran and the tensor it produced, so a
+notebook can print every intermediate, or lay the shapes out in a table with
+:func:`shape_table`. Dimension names are those of :mod:`mha_lib.functional`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from torch import Tensor
+
+from ._checks import check_features, check_positive_int, check_qkv, check_tensor
+from .functional import scaled_dot_product_attention, transpose_output, transpose_qkv
+from .masks import attention_mask
+from .modules import MultiHeadAttention
+from .tables import format_table
+
+__all__ = [
+    "Step",
+    "draw_transpose_qkv",
+    "shape_table",
+    "trace_multihead_attention",
+    "trace_transpose_output",
+    "trace_transpose_qkv",
+]
+
+COLUMNS = ("step", "code", "shape", "axes")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a trace: its name, the code that ran, the tensor it gave and what its axes mean."""
+
+    name: str
+    code: str
+    output: Tensor
+    axes: str = ""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.output.shape)
+
+
+def trace_transpose_qkv(X: Tensor, num_heads: int) -> list[Step]:
+    """Run :func:`mha_lib.transpose_qkv` step by step: the input, reshape, permute, reshape.
+
+    Like ``transpose_qkv`` it accepts any dtype, so small integer examples
+    print exactly. ``Step.code`` holds the call that produced
+    each step from the previous one's output, named ``X``.
+
+    Shape:
+        - X: ``(batch_size, seq_len, num_hiddens)``
+        - steps: ``X``, ``(batch_size, seq_len, num_heads, head_dim)``,
+          ``(batch_size, num_heads, seq_len, head_dim)``, ``(batch_size * num_heads, seq_len, head_dim)``
+    """
+    check_tensor("X", X, 3, "(batch_size, seq_len, num_hiddens)", floating=False)
+    check_positive_int("num_heads", num_heads)
+    batch_size, seq_len, num_hiddens = X.shape
+    if num_hiddens % num_heads:
+        raise ValueError(
+            f"num_heads={num_heads} must divide the feature axis of X evenly, "
+            f"got num_hiddens={num_hiddens} (X has shape {tuple(X.shape)})"
+        )
+    head_dim = num_hiddens // num_heads
+    steps = [Step("input", "X", X, "(batch, seq, num_hiddens)")]
+    # The same three calls, with the same arguments, as mha_lib.transpose_qkv.
+    for name, method, args, axes in (
+        ("split features into heads", "reshape", (batch_size, seq_len, num_heads, head_dim),
+         "(batch, seq, heads, head_dim)"),  # (b, n, h*d) -> (b, n, h, d)
+        ("move heads before tokens", "permute", (0, 2, 1, 3),
+         "(batch, heads, seq, head_dim)"),  # (b, n, h, d) -> (b, h, n, d)
+        ("fold heads into the batch", "reshape", (batch_size * num_heads, seq_len, head_dim),
+         "(batch*heads, seq, head_dim)"),  # (b, h, n, d) -> (b*h, n, d)
+    ):
+        steps.append(_run(steps[-1].output, name, method, args, axes))
+    return steps
+
+
+def trace_transpose_output(X: Tensor, num_heads: int) -> list[Step]:
+    """Run :func:`mha_lib.transpose_output` step by step: the input, reshape, permute, reshape.
+
+    Accepts any dtype, like :func:`trace_transpose_qkv`.
+
+    Shape:
+        - X: ``(batch_size * num_heads, seq_len, head_dim)``
+        - steps: ``X``, ``(batch_size, num_heads, seq_len, head_dim)``,
+          ``(batch_size, seq_len, num_heads, head_dim)``, ``(batch_size, seq_len, num_heads * head_dim)``
+    """
+    check_tensor("X", X, 3, "(batch_size * num_heads, seq_len, head_dim)", floating=False)
+    check_positive_int("num_heads", num_heads)
+    folded, seq_len, head_dim = X.shape
+    if folded % num_heads:
+        raise ValueError(
+            f"the first axis of X must be batch_size * num_heads, a multiple of num_heads={num_heads}, "
+            f"got {folded} (X has shape {tuple(X.shape)})"
+        )
+    batch_size = folded // num_heads
+    steps = [Step("input", "X", X, "(batch*heads, seq, head_dim)")]
+    # The same three calls, with the same arguments, as mha_lib.transpose_output.
+    for name, method, args, axes in (
+        ("unfold heads from the batch", "reshape", (batch_size, num_heads, seq_len, head_dim),
+         "(batch, heads, seq, head_dim)"),  # (b*h, n, d) -> (b, h, n, d)
+        ("move tokens before heads", "permute", (0, 2, 1, 3),
+         "(batch, seq, heads, head_dim)"),  # (b, h, n, d) -> (b, n, h, d)
+        ("concatenate the heads", "reshape", (batch_size, seq_len, num_heads * head_dim),
+         "(batch, seq, num_hiddens)"),  # (b, n, h, d) -> (b, n, h*d)
+    ):
+        steps.append(_run(steps[-1].output, name, method, args, axes))
+    return steps
+
+
+@torch.no_grad()
+def trace_multihead_attention(
+    attention: MultiHeadAttention,
+    queries: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    valid_lens: Tensor | None = None,
+) -> list[Step]:
+    """Follow the queries through a :class:`mha_lib.MultiHeadAttention` layer, one step per operation.
+
+    The six steps are those of ``attention.forward`` (project, split heads,
+    attend, merge heads, mix heads); the last output equals
+    ``attention(queries, keys, values, valid_lens)``. Call ``attention.eval()``
+    first if it has dropout, or the two differ by the random dropout.
+
+    Shape:
+        - queries: ``(batch_size, num_queries, query_size)``
+        - keys: ``(batch_size, num_kvpairs, key_size)``
+        - values: ``(batch_size, num_kvpairs, value_size)``
+        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
+        - last step: ``(batch_size, num_queries, num_hiddens)``
+    """
+    if not isinstance(attention, MultiHeadAttention):
+        raise TypeError(f"attention must be an mha_lib.MultiHeadAttention, got {type(attention).__name__}")
+    check_qkv(queries, keys, values, rank=3)
+    check_features("queries", queries, attention.W_q.in_features, "query_size")
+    check_features("keys", keys, attention.W_k.in_features, "key_size")
+    check_features("values", values, attention.W_v.in_features, "value_size")
+    num_heads = attention.num_heads
+    batch_size, num_queries, _ = queries.shape
+    num_kvpairs = keys.shape[1]
+    mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens, device=queries.device)
+    if mask is not None and mask.size(0) > 1:
+        mask = mask.repeat_interleave(num_heads, dim=0)  # (batch, ...) -> (batch*heads, ...), as in forward
+
+    steps = [Step("input", "queries", queries, "(batch, queries, query_size)")]
+    projected = attention.W_q(queries)  # (batch, queries, query_size) -> (batch, queries, num_hiddens)
+    steps.append(Step("project", "attention.W_q(queries)", projected, "(batch, queries, num_hiddens)"))
+    # (batch, queries or kvpairs, num_hiddens) -> (batch*heads, queries or kvpairs, head_dim)
+    split = transpose_qkv(projected, num_heads)
+    keys, values = transpose_qkv(attention.W_k(keys), num_heads), transpose_qkv(attention.W_v(values), num_heads)
+    steps.append(Step("split heads", f"transpose_qkv(queries, {num_heads})", split, "(batch*heads, queries, head_dim)"))
+    attended, _ = scaled_dot_product_attention(split, keys, values, mask, attention.dropout)
+    steps.append(Step("attend", "scaled_dot_product_attention(queries, keys, values, mask)", attended,
+                      "(batch*heads, queries, head_dim)"))
+    merged = transpose_output(attended, num_heads)  # (batch*heads, queries, head_dim) -> (batch, queries, num_hiddens)
+    steps.append(Step("merge heads", f"transpose_output(output, {num_heads})", merged, "(batch, queries, num_hiddens)"))
+    steps.append(Step("mix heads", "attention.W_o(output)", attention.W_o(merged), "(batch, queries, num_hiddens)"))
+    return steps
+
+
+def shape_table(steps: Sequence[Step], columns: Sequence[str] = COLUMNS) -> str:
+    """Lay out a trace as a plain-text table with the chosen columns: step, code, shape, axes."""
+    unknown = [column for column in columns if column not in COLUMNS]
+    if unknown or not columns:
+        raise ValueError(f"columns must be chosen from {COLUMNS}, got {tuple(columns)}")
+    rows = [[{"step": s.name, "code": s.code, "shape": s.shape, "axes": s.axes}[c] for c in columns] for s in steps]
+    return format_table(rows, headers=columns)
+
+
+def draw_transpose_qkv(X: Tensor, num_heads: int) -> Figure:
+    """Draw a small tensor before and after :func:`mha_lib.transpose_qkv`, every number coloured by its head.
+
+    Meant for small examples (a few sentences, tokens and features): every
+    element is written in its cell.
+
+    Shape:
+        - X: ``(batch_size, seq_len, num_hiddens)``
+    """
+    steps = trace_transpose_qkv(X, num_heads)  # checks X and num_heads
+    batch_size, seq_len, num_hiddens = X.shape
+    head_dim = num_hiddens // num_heads
+    folded = steps[-1].output
+    # The head each element belongs to: feature f of a token goes to head f // head_dim.
+    head_before = (torch.arange(num_hiddens) // head_dim).expand(batch_size * seq_len, num_hiddens)
+    head_after = (torch.arange(batch_size * num_heads) % num_heads).repeat_interleave(seq_len)
+    head_after = head_after.unsqueeze(1).expand(-1, head_dim)  # (b*h*n,) -> (b*h*n, d)
+
+    colours = ListedColormap([f"C{h % 10}" for h in range(num_heads)])
+    fig = Figure(figsize=(9, 1.6 + 0.4 * batch_size * num_heads * seq_len), layout="constrained")
+    before, after = fig.subplots(1, 2, width_ratios=[num_hiddens, 2 * head_dim])
+    panels = (
+        (before, X.reshape(batch_size * seq_len, num_hiddens), head_before,
+         [f"sentence {b}, token {t}" for b in range(batch_size) for t in range(seq_len)],
+         f"before: X\nshape {tuple(X.shape)}", "feature", "sentence, token"),
+        (after, folded.reshape(-1, head_dim), head_after,
+         [f"token {t}" for _ in range(batch_size * num_heads) for t in range(seq_len)],
+         f"after: transpose_qkv(X, {num_heads})\nshape {tuple(folded.shape)}", "feature of the head",
+         "folded sample, token"),
+    )
+    for ax, values, heads, labels, title, xlabel, ylabel in panels:
+        ax.imshow(heads.numpy(), cmap=colours, vmin=-0.5, vmax=num_heads - 0.5, alpha=0.35)
+        for row, row_values in enumerate(values.tolist()):
+            for column, value in enumerate(row_values):
+                ax.text(column, row, f"{value:g}", ha="center", va="center", fontsize=11)
+        for edge in range(seq_len, values.shape[0], seq_len):  # a line between sentences / folded samples
+            ax.axhline(edge - 0.5, color="black", linewidth=1.5)
+        ax.set_xticks(range(values.shape[1]))
+        ax.set_yticks(range(values.shape[0]), labels)
+        ax.set_title(title)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+    for i in range(batch_size * num_heads):  # name each folded sample to the right of its block
+        label = f"sample {i} = sentence {i // num_heads}, head {i % num_heads}"
+        after.text(head_dim - 0.3, (i + 0.5) * seq_len - 0.5, label, va="center", ha="left", fontsize=10)
+    fig.suptitle("transpose_qkv moves every head's numbers into a sample of its own")
+    fig.legend(handles=[Patch(color=f"C{h % 10}", alpha=0.35, label=f"head {h}") for h in range(num_heads)],
+               loc="outside lower center", ncols=num_heads)
+    return fig
+
+
+def _run(X: Tensor, name: str, method: str, args: tuple[int, ...], axes: str) -> Step:
+    """Call ``X.<method>(*args)`` and record the call as code."""
+    code = f"X.{method}({', '.join(str(arg) for arg in args)})"
+    return Step(name, code, getattr(X, method)(*args), axes)
