@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from torch import Tensor
 
 __all__ = ["show_heatmaps"]
@@ -44,6 +45,8 @@ def show_heatmaps(
         for j in range(num_cols):
             ax = axes[i, j]
             image = ax.imshow(matrices[i, j].numpy(), cmap=cmap, vmin=vmin, vmax=vmax)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # positions are whole numbers
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
             if i == num_rows - 1:
                 ax.set_xlabel(xlabel)
             if j == 0:

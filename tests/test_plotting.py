@@ -15,6 +15,14 @@ def test_show_heatmaps_draws_one_labelled_panel_per_matrix_and_a_colour_bar():
     assert panels[4].get_images()[0].get_array().shape == (4, 5)
 
 
+def test_show_heatmaps_ticks_only_whole_positions():
+    fig = show_heatmaps(torch.rand(1, 1, 1, 3))  # a single query: no tick at -0.5 or 0.5
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert [t for t in ax.get_yticks() if -0.5 <= t <= 0.5] == [0]
+    assert all(float(t).is_integer() for t in ax.get_xticks())
+
+
 def test_show_heatmaps_keeps_zero_at_the_bottom_of_the_colour_scale():
     fig = show_heatmaps(torch.full((1, 1, 2, 2), 0.5))
     assert fig.axes[0].get_images()[0].get_clim() == (0.0, 0.5)
