@@ -99,3 +99,25 @@ def check_bool_mask(name: str, mask: object, target: tuple[int, ...], target_nam
         raise ValueError(
             f"{name} must broadcast to {target_name} = {tuple(target)}, got shape {tuple(mask.shape)}"
         )
+
+
+def check_split_heads(X: object, num_heads: object) -> None:
+    """Require ``X`` of shape (batch_size, seq_len, num_hiddens) with num_heads dividing num_hiddens."""
+    check_tensor("X", X, 3, "(batch_size, seq_len, num_hiddens)", floating=False)
+    check_positive_int("num_heads", num_heads)
+    if X.shape[-1] % num_heads:
+        raise ValueError(
+            f"num_heads={num_heads} must divide the feature axis of X evenly, "
+            f"got num_hiddens={X.shape[-1]} (X has shape {tuple(X.shape)})"
+        )
+
+
+def check_merge_heads(X: object, num_heads: object) -> None:
+    """Require ``X`` of shape (batch_size * num_heads, seq_len, head_dim)."""
+    check_tensor("X", X, 3, "(batch_size * num_heads, seq_len, head_dim)", floating=False)
+    check_positive_int("num_heads", num_heads)
+    if X.shape[0] % num_heads:
+        raise ValueError(
+            f"the first axis of X must be batch_size * num_heads, a multiple of num_heads={num_heads}, "
+            f"got {X.shape[0]} (X has shape {tuple(X.shape)})"
+        )

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._checks import check_bool_mask, check_positive_int, check_qkv, check_tensor
+from ._checks import check_bool_mask, check_merge_heads, check_qkv, check_split_heads, check_tensor
 from .masks import attention_mask
 
 __all__ = ["masked_softmax", "scaled_dot_product_attention", "transpose_output", "transpose_qkv"]
@@ -96,14 +96,8 @@ def transpose_qkv(X: Tensor, num_heads: int) -> Tensor:
         - X: ``(batch_size, seq_len, num_hiddens)``
         - output: ``(batch_size * num_heads, seq_len, num_hiddens // num_heads)``
     """
-    check_tensor("X", X, 3, "(batch_size, seq_len, num_hiddens)", floating=False)
-    check_positive_int("num_heads", num_heads)
+    check_split_heads(X, num_heads)
     batch_size, seq_len, num_hiddens = X.shape
-    if num_hiddens % num_heads:
-        raise ValueError(
-            f"num_heads={num_heads} must divide the feature axis of X evenly, "
-            f"got num_hiddens={num_hiddens} (X has shape {tuple(X.shape)})"
-        )
     X = X.reshape(batch_size, seq_len, num_heads, num_hiddens // num_heads)  # (b, n, h*d) -> (b, n, h, d)
     X = X.permute(0, 2, 1, 3)  # (b, n, h, d) -> (b, h, n, d)
     return X.reshape(batch_size * num_heads, seq_len, num_hiddens // num_heads)  # -> (b*h, n, d)
@@ -118,14 +112,8 @@ def transpose_output(X: Tensor, num_heads: int) -> Tensor:
         - X: ``(batch_size * num_heads, seq_len, head_dim)``
         - output: ``(batch_size, seq_len, num_heads * head_dim)``
     """
-    check_tensor("X", X, 3, "(batch_size * num_heads, seq_len, head_dim)", floating=False)
-    check_positive_int("num_heads", num_heads)
+    check_merge_heads(X, num_heads)
     folded, seq_len, head_dim = X.shape
-    if folded % num_heads:
-        raise ValueError(
-            f"the first axis of X must be batch_size * num_heads, a multiple of num_heads={num_heads}, "
-            f"got {folded} (X has shape {tuple(X.shape)})"
-        )
     X = X.reshape(folded // num_heads, num_heads, seq_len, head_dim)  # (b*h, n, d) -> (b, h, n, d)
     X = X.permute(0, 2, 1, 3)  # (b, h, n, d) -> (b, n, h, d)
     return X.reshape(folded // num_heads, seq_len, num_heads * head_dim)  # -> (b, n, h*d)

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from torch import Tensor
 
-from ._checks import check_features, check_positive_int, check_qkv, check_tensor
+from ._checks import check_features, check_merge_heads, check_qkv, check_split_heads
 from .functional import scaled_dot_product_attention, transpose_output, transpose_qkv
 from .masks import attention_mask
 from .modules import MultiHeadAttention
@@ -60,14 +60,8 @@ def trace_transpose_qkv(X: Tensor, num_heads: int) -> list[Step]:
         - steps: ``X``, ``(batch_size, seq_len, num_heads, head_dim)``,
           ``(batch_size, num_heads, seq_len, head_dim)``, ``(batch_size * num_heads, seq_len, head_dim)``
     """
-    check_tensor("X", X, 3, "(batch_size, seq_len, num_hiddens)", floating=False)
-    check_positive_int("num_heads", num_heads)
+    check_split_heads(X, num_heads)
     batch_size, seq_len, num_hiddens = X.shape
-    if num_hiddens % num_heads:
-        raise ValueError(
-            f"num_heads={num_heads} must divide the feature axis of X evenly, "
-            f"got num_hiddens={num_hiddens} (X has shape {tuple(X.shape)})"
-        )
     head_dim = num_hiddens // num_heads
     steps = [Step("input", "X", X, "(batch, seq, num_hiddens)")]
     # The same three calls, with the same arguments, as mha_lib.transpose_qkv.
@@ -93,14 +87,8 @@ def trace_transpose_output(X: Tensor, num_heads: int) -> list[Step]:
         - steps: ``X``, ``(batch_size, num_heads, seq_len, head_dim)``,
           ``(batch_size, seq_len, num_heads, head_dim)``, ``(batch_size, seq_len, num_heads * head_dim)``
     """
-    check_tensor("X", X, 3, "(batch_size * num_heads, seq_len, head_dim)", floating=False)
-    check_positive_int("num_heads", num_heads)
+    check_merge_heads(X, num_heads)
     folded, seq_len, head_dim = X.shape
-    if folded % num_heads:
-        raise ValueError(
-            f"the first axis of X must be batch_size * num_heads, a multiple of num_heads={num_heads}, "
-            f"got {folded} (X has shape {tuple(X.shape)})"
-        )
     batch_size = folded // num_heads
     steps = [Step("input", "X", X, "(batch*heads, seq, head_dim)")]
     # The same three calls, with the same arguments, as mha_lib.transpose_output.
