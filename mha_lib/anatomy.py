@@ -1,0 +1,196 @@
+"""The anatomy of multi-head attention: a shape trace, parameter counts and a layer with separate head sizes.
+
+Dimension names are those of :mod:`mha_lib.functional`; :class:`GeneralMultiHeadAttention` adds two:
+
+    qk_size  features per head of the queries and the keys (they must match to take dot products)
+    v_size   features per head of the values
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from ._checks import check_dropout, check_features, check_layer_dtype, check_positive_int, check_qkv
+from .functional import scaled_dot_product_attention, transpose_output, transpose_qkv
+from .masks import attention_mask
+from .modules import MultiHeadAttention
+from .tables import format_table
+
+__all__ = ["GeneralMultiHeadAttention", "TraceRow", "count_parameters", "format_trace", "trace_multi_head_attention"]
+
+
+class TraceRow(NamedTuple):
+    """One step of a traced forward pass: where it is in the five steps, what it computes, and its result."""
+
+    step: str
+    operation: str
+    shape: tuple[int, ...]
+    tensor: Tensor
+
+
+def trace_multi_head_attention(
+    mha: MultiHeadAttention,
+    queries: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    valid_lens: Tensor | None = None,
+    causal: bool = False,
+) -> list[TraceRow]:
+    """Run the steps of ``mha``'s forward pass one by one and record each result with its shape.
+
+    The steps are those of ``mha(queries, keys, values, valid_lens, causal=causal)``
+    with ``need_weights=True``, so the last row holds the same output. The trace runs
+    without gradients and leaves ``mha.attention_weights`` as it was.
+
+    Shape:
+        - queries: ``(batch_size, num_queries, query_size)``
+        - keys: ``(batch_size, num_kvpairs, key_size)``
+        - values: ``(batch_size, num_kvpairs, value_size)``
+        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
+        - last row's tensor: ``(batch_size, num_queries, num_hiddens)``
+    """
+    if not isinstance(mha, MultiHeadAttention):
+        raise TypeError(f"mha must be an mha_lib.MultiHeadAttention, got {type(mha).__name__}")
+    check_qkv(queries, keys, values, rank=3)
+    check_features("queries", queries, mha.W_q.in_features, "query_size")
+    check_features("keys", keys, mha.W_k.in_features, "key_size")
+    check_features("values", values, mha.W_v.in_features, "value_size")
+    check_layer_dtype("queries", queries, mha.W_q.weight)
+    batch_size, num_queries, _ = queries.shape
+    num_kvpairs = keys.shape[1]
+    num_heads, head_dim = mha.num_heads, mha.head_dim
+    rows: list[TraceRow] = []
+
+    def record(step: str, operation: str, tensor: Tensor) -> Tensor:
+        rows.append(TraceRow(step, operation, tuple(tensor.shape), tensor))
+        return tensor
+
+    with torch.no_grad():
+        for name, X in (("queries", queries), ("keys", keys), ("values", values)):
+            record("input", name, X)
+        mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens,
+                              causal=causal, device=queries.device)
+
+        # (batch, queries or kvpairs, *_size) -> (batch, queries or kvpairs, num_hiddens)
+        Q = record("1 project", "W_q(queries)", mha.W_q(queries))
+        K = record("1 project", "W_k(keys)", mha.W_k(keys))
+        V = record("1 project", "W_v(values)", mha.W_v(values))
+        # (batch, queries or kvpairs, num_hiddens) -> (batch*heads, queries or kvpairs, head_dim)
+        Q = record("  split heads", f"transpose_qkv(queries, {num_heads})", transpose_qkv(Q, num_heads))
+        K = record("  split heads", f"transpose_qkv(keys, {num_heads})", transpose_qkv(K, num_heads))
+        V = record("  split heads", f"transpose_qkv(values, {num_heads})", transpose_qkv(V, num_heads))
+        if mask is not None:
+            sources = [name for name, given in (("valid_lens", valid_lens is not None), ("causal", causal)) if given]
+            operation = " & ".join(sources) + " -> mask"
+            if mask.size(0) > 1:
+                # (batch, queries or 1, kvpairs) -> (batch*heads, queries or 1, kvpairs)
+                mask = mask.repeat_interleave(num_heads, dim=0)
+                operation += ", repeated per head"
+            record("  mask", operation, mask)
+
+        # Divided as in scaled_dot_product_attention, so the numbers are the module's to the last bit.
+        # (batch*heads, queries, head_dim) @ (batch*heads, head_dim, kvpairs) -> (batch*heads, queries, kvpairs)
+        record("2 score", f"queries @ keys^T / sqrt({head_dim})", (Q / math.sqrt(head_dim)) @ K.transpose(1, 2))
+        output, weights = scaled_dot_product_attention(Q, K, V, mask, mha.dropout)
+        record("3 softmax", "masked softmax over keys" if mask is not None else "softmax over keys", weights)
+        record("3 weighted sum", "weights @ values", output)  # -> (batch*heads, queries, head_dim)
+        # (batch*heads, queries, head_dim) -> (batch, queries, num_hiddens)
+        concat = record("4 concatenate", f"transpose_output(heads, {num_heads})", transpose_output(output, num_heads))
+        record("5 output projection", "W_o(concatenated)", mha.W_o(concat))
+    return rows
+
+
+def format_trace(rows: list[TraceRow]) -> str:
+    """Lay out a trace from :func:`trace_multi_head_attention` as a table of step, operation and shape."""
+    for number, row in enumerate(rows):
+        if not isinstance(row, TraceRow):
+            raise TypeError(f"rows must be TraceRows from trace_multi_head_attention, row {number} is a "
+                            f"{type(row).__name__}")
+    return format_table([(row.step, row.operation, row.shape) for row in rows], ["step", "operation", "shape"])
+
+
+def count_parameters(module: nn.Module) -> int:
+    """The number of numbers a module learns: all its weights and biases (works on the "meta" device too)."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    return sum(parameter.numel() for parameter in module.parameters())
+
+
+class GeneralMultiHeadAttention(nn.Module):
+    """Multi-head attention whose heads have ``qk_size`` query/key features and ``v_size`` value features.
+
+    Scores only need queries and keys of one size; the values may have another, and
+    ``W_o`` maps the ``num_heads * v_size`` concatenated features to ``num_hiddens``.
+    With ``qk_size = v_size = num_hiddens // num_heads`` this is
+    :class:`~mha_lib.MultiHeadAttention`, with the same parameter names, so
+    ``load_state_dict`` copies weights from one to the other. The weights of the last
+    call stay in ``.attention_weights``, shaped ``(batch_size, num_heads, num_queries, num_kvpairs)``.
+
+    Shape:
+        - queries: ``(batch_size, num_queries, query_size)``
+        - keys: ``(batch_size, num_kvpairs, key_size)``
+        - values: ``(batch_size, num_kvpairs, value_size)``
+        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
+        - output: ``(batch_size, num_queries, num_hiddens)``
+    """
+
+    def __init__(
+        self,
+        key_size: int,
+        query_size: int,
+        value_size: int,
+        num_hiddens: int,
+        num_heads: int,
+        qk_size: int,
+        v_size: int,
+        dropout: float = 0.0,
+        bias: bool = False,
+    ) -> None:
+        super().__init__()
+        for name, size in (("key_size", key_size), ("query_size", query_size), ("value_size", value_size),
+                           ("num_hiddens", num_hiddens), ("qk_size", qk_size), ("v_size", v_size)):
+            check_positive_int(name, size)
+        self.num_heads = check_positive_int("num_heads", num_heads)
+        self.qk_size, self.v_size = qk_size, v_size
+        self.W_q = nn.Linear(query_size, num_heads * qk_size, bias=bias)
+        self.W_k = nn.Linear(key_size, num_heads * qk_size, bias=bias)
+        self.W_v = nn.Linear(value_size, num_heads * v_size, bias=bias)
+        self.W_o = nn.Linear(num_heads * v_size, num_hiddens, bias=bias)
+        self.dropout = nn.Dropout(check_dropout(dropout))
+        self.attention_weights: Tensor | None = None
+
+    def forward(
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        valid_lens: Tensor | None = None,
+        *,
+        causal: bool = False,
+    ) -> Tensor:
+        check_qkv(queries, keys, values, rank=3)
+        check_features("queries", queries, self.W_q.in_features, "query_size")
+        check_features("keys", keys, self.W_k.in_features, "key_size")
+        check_features("values", values, self.W_v.in_features, "value_size")
+        check_layer_dtype("queries", queries, self.W_q.weight)
+        batch_size, num_queries, _ = queries.shape
+        num_kvpairs = keys.shape[1]
+        mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens, causal=causal, device=queries.device)
+
+        # (batch, queries or kvpairs, *_size) -> (batch*heads, queries or kvpairs, qk_size)
+        queries = transpose_qkv(self.W_q(queries), self.num_heads)
+        keys = transpose_qkv(self.W_k(keys), self.num_heads)
+        values = transpose_qkv(self.W_v(values), self.num_heads)  # -> (batch*heads, kvpairs, v_size)
+        if mask is not None and mask.size(0) > 1:
+            # (batch, queries or 1, kvpairs) -> (batch*heads, queries or 1, kvpairs), heads of a sequence side by side
+            mask = mask.repeat_interleave(self.num_heads, dim=0)
+        # Scores are dot products of qk_size features, scaled by 1/sqrt(qk_size); v_size plays no part in them.
+        output, weights = scaled_dot_product_attention(queries, keys, values, mask, self.dropout)
+        # (batch*heads, queries, kvpairs) -> (batch, heads, queries, kvpairs)
+        self.attention_weights = weights.reshape(batch_size, self.num_heads, num_queries, num_kvpairs)
+        # (batch*heads, queries, v_size) -> (batch, queries, heads*v_size) -> (batch, queries, num_hiddens)
+        return self.W_o(transpose_output(output, self.num_heads))
