@@ -1,4 +1,4 @@
-"""Shape traces: run the head-splitting reshapes (or a whole attention layer) one step at a time.
+"""Shape traces: run the head-splitting reshapes one step at a time.
 
 Each :class:`Step` keeps the code that ran and the tensor it produced, so a
 notebook can print every intermediate, or lay the shapes out in a table with
@@ -16,17 +16,13 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from torch import Tensor
 
-from ._checks import check_features, check_merge_heads, check_qkv, check_split_heads
-from .functional import scaled_dot_product_attention, transpose_output, transpose_qkv
-from .masks import attention_mask
-from .modules import MultiHeadAttention
+from ._checks import check_merge_heads, check_split_heads
 from .tables import format_table
 
 __all__ = [
     "Step",
     "draw_transpose_qkv",
     "shape_table",
-    "trace_multihead_attention",
     "trace_transpose_output",
     "trace_transpose_qkv",
 ]
@@ -101,57 +97,6 @@ def trace_transpose_output(X: Tensor, num_heads: int) -> list[Step]:
          "(batch, seq, num_hiddens)"),  # (b, n, h, d) -> (b, n, h*d)
     ):
         steps.append(_run(steps[-1].output, name, method, args, axes))
-    return steps
-
-
-@torch.no_grad()
-def trace_multihead_attention(
-    attention: MultiHeadAttention,
-    queries: Tensor,
-    keys: Tensor,
-    values: Tensor,
-    valid_lens: Tensor | None = None,
-) -> list[Step]:
-    """Follow the queries through a :class:`mha_lib.MultiHeadAttention` layer, one step per operation.
-
-    The six steps are those of ``attention.forward`` (project, split heads,
-    attend, merge heads, mix heads); the last output equals
-    ``attention(queries, keys, values, valid_lens)``. Call ``attention.eval()``
-    first if it has dropout, or the two differ by the random dropout.
-
-    Shape:
-        - queries: ``(batch_size, num_queries, query_size)``
-        - keys: ``(batch_size, num_kvpairs, key_size)``
-        - values: ``(batch_size, num_kvpairs, value_size)``
-        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
-        - last step: ``(batch_size, num_queries, num_hiddens)``
-    """
-    if not isinstance(attention, MultiHeadAttention):
-        raise TypeError(f"attention must be an mha_lib.MultiHeadAttention, got {type(attention).__name__}")
-    check_qkv(queries, keys, values, rank=3)
-    check_features("queries", queries, attention.W_q.in_features, "query_size")
-    check_features("keys", keys, attention.W_k.in_features, "key_size")
-    check_features("values", values, attention.W_v.in_features, "value_size")
-    num_heads = attention.num_heads
-    batch_size, num_queries, _ = queries.shape
-    num_kvpairs = keys.shape[1]
-    mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens, device=queries.device)
-    if mask is not None and mask.size(0) > 1:
-        mask = mask.repeat_interleave(num_heads, dim=0)  # (batch, ...) -> (batch*heads, ...), as in forward
-
-    steps = [Step("input", "queries", queries, "(batch, queries, query_size)")]
-    projected = attention.W_q(queries)  # (batch, queries, query_size) -> (batch, queries, num_hiddens)
-    steps.append(Step("project", "attention.W_q(queries)", projected, "(batch, queries, num_hiddens)"))
-    # (batch, queries or kvpairs, num_hiddens) -> (batch*heads, queries or kvpairs, head_dim)
-    split = transpose_qkv(projected, num_heads)
-    keys, values = transpose_qkv(attention.W_k(keys), num_heads), transpose_qkv(attention.W_v(values), num_heads)
-    steps.append(Step("split heads", f"transpose_qkv(queries, {num_heads})", split, "(batch*heads, queries, head_dim)"))
-    attended, _ = scaled_dot_product_attention(split, keys, values, mask, attention.dropout)
-    steps.append(Step("attend", "scaled_dot_product_attention(queries, keys, values, mask)", attended,
-                      "(batch*heads, queries, head_dim)"))
-    merged = transpose_output(attended, num_heads)  # (batch*heads, queries, head_dim) -> (batch, queries, num_hiddens)
-    steps.append(Step("merge heads", f"transpose_output(output, {num_heads})", merged, "(batch, queries, num_hiddens)"))
-    steps.append(Step("mix heads", "attention.W_o(output)", attention.W_o(merged), "(batch, queries, num_hiddens)"))
     return steps
 
 

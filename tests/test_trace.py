@@ -2,12 +2,11 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from mha_lib import MultiHeadAttention, transpose_output, transpose_qkv
+from mha_lib import transpose_output, transpose_qkv
 from mha_lib.trace import (
     Step,
     draw_transpose_qkv,
     shape_table,
-    trace_multihead_attention,
     trace_transpose_output,
     trace_transpose_qkv,
 )
@@ -71,27 +70,6 @@ def test_folded_index_is_sentence_times_num_heads_plus_head():
     for b in range(3):
         for h in range(3):
             assert torch.equal(folded[b * 3 + h], X[b, :, h * 4:(h + 1) * 4])
-
-
-@pytest.mark.parametrize("valid_lens", [None, torch.tensor([3, 2]), torch.tensor([[1, 2, 3, 4], [6, 5, 4, 3]])])
-def test_trace_multihead_attention_ends_at_the_layer_output(valid_lens):
-    attention = MultiHeadAttention(7, 6, 5, num_hiddens=100, num_heads=5, dropout=0.5).eval()
-    queries, keys, values = torch.randn(2, 4, 6), torch.randn(2, 6, 7), torch.randn(2, 6, 5)
-    steps = trace_multihead_attention(attention, queries, keys, values, valid_lens)
-    assert [step.name for step in steps] == ["input", "project", "split heads", "attend", "merge heads", "mix heads"]
-    assert [step.shape for step in steps] == [
-        (2, 4, 6), (2, 4, 100), (10, 4, 20), (10, 4, 20), (2, 4, 100), (2, 4, 100)]
-    torch.testing.assert_close(steps[-1].output, attention(queries, keys, values, valid_lens))
-
-
-def test_trace_multihead_attention_rejects_other_layers_and_bad_inputs():
-    attention = MultiHeadAttention(4, 4, 4, num_hiddens=4, num_heads=2)
-    with pytest.raises(TypeError, match="attention must be an mha_lib.MultiHeadAttention, got Linear"):
-        trace_multihead_attention(attention.W_q, torch.ones(1, 2, 4), torch.ones(1, 2, 4), torch.ones(1, 2, 4))
-    with pytest.raises(ValueError, match="queries has 5 features .* query_size=4"):
-        trace_multihead_attention(attention, torch.ones(1, 2, 5), torch.ones(1, 2, 4), torch.ones(1, 2, 4))
-    with pytest.raises(ValueError, match=r"valid_lens must have shape \(1,\) or \(1, 2\)"):
-        trace_multihead_attention(attention, *[torch.ones(1, 2, 4)] * 3, valid_lens=torch.tensor([1, 2]))
 
 
 def test_shape_table_lays_out_the_chosen_columns():
