@@ -52,3 +52,43 @@ bench: $(STAMP) ## time mha_lib against torch.nn.MultiheadAttention (prints medi
 clean: ## remove the virtual environment, caches and build output
 	rm -rf $(VENV) build student .pytest_cache .ruff_cache *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# Lecture mode (tools/lecture): reveal.js slides and static HTML pages that work offline. reveal.js and MathJax
+# come from two PyPI packages, pinned with hashes in tools/lecture/requirements-assets.txt and installed once
+# into build/vendor (the only step that needs the network); no Node.js, no CDN.
+.PHONY: slides html
+LECTURE_VENDOR := build/vendor
+LECTURE_ASSETS := $(LECTURE_VENDOR)/.installed
+
+$(LECTURE_ASSETS): tools/lecture/requirements-assets.txt | $(STAMP)
+	rm -rf $(LECTURE_VENDOR)
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes --target $(LECTURE_VENDOR) \
+		--requirement tools/lecture/requirements-assets.txt
+	touch $@
+
+slides: $(STAMP) $(LECTURE_ASSETS) ## reveal.js slides of every chapter, offline, in build/slides/ (open index.html)
+	rm -rf build/slides
+	$(BIN)/python -m tools.lecture slides --assets $(LECTURE_VENDOR) --out build/slides $(NOTEBOOKS)
+
+html: $(STAMP) $(LECTURE_ASSETS) ## every chapter as a static HTML page, with an index, in build/html/
+	rm -rf build/html
+	$(BIN)/python -m tools.lecture html --assets $(LECTURE_VENDOR) --out build/html $(NOTEBOOKS)
+
+# Student copies (tools/make_student.py): the notebooks with every cell tagged `solution` replaced by a stub.
+.PHONY: student
+student: $(STAMP) ## student copies of the notebooks, solutions replaced by stubs, in student/
+	rm -rf student
+	$(BIN)/python tools/make_student.py notebooks student
+
+# --- The real-browser test (issue 7): JupyterLab in headless Chromium, as a reader uses it. ---
+# Needs Debian's chromium (`apt-get install chromium`; .ci/run installs it). Playwright drives it and never
+# downloads a browser. Screenshots of every step go to build/screenshots/. `timeout` stops a hung run.
+.PHONY: test-browser
+BROWSER_STAMP := $(VENV)/.installed-browser
+
+$(BROWSER_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --constraint constraints.txt --editable '.[dev,browser]'
+	touch $@
+
+test-browser: $(BROWSER_STAMP) ## run chapters 03 and 05 in JupyterLab in headless Chromium (needs chromium)
+	timeout --kill-after=30 1200 $(BIN)/python -m pytest tests/browser

@@ -8,7 +8,7 @@ from .functional import masked_softmax, scaled_dot_product_attention, transpose_
 from .masks import attention_mask, causal_mask, sequence_mask
 from .modules import AdditiveAttention, DotProductAttention, MultiHeadAttention
 from .plotting import show_heatmaps
-from .utils import pick_device, set_seed, to_torch_mha
+from .utils import cpu_threads, pick_device, set_seed, to_torch_mha
 
 __version__ = "0.1.0"
 
@@ -18,6 +18,7 @@ __all__ = [
     "MultiHeadAttention",
     "attention_mask",
     "causal_mask",
+    "cpu_threads",
     "masked_softmax",
     "pick_device",
     "scaled_dot_product_attention",

@@ -20,7 +20,15 @@ from .masks import attention_mask
 from .modules import MultiHeadAttention
 from .tables import format_table
 
-__all__ = ["GeneralMultiHeadAttention", "TraceRow", "count_parameters", "format_trace", "trace_multi_head_attention"]
+__all__ = [
+    "GeneralMultiHeadAttention",
+    "TraceRow",
+    "count_parameters",
+    "format_trace",
+    "mha_flops",
+    "score_bytes",
+    "trace_multi_head_attention",
+]
 
 
 class TraceRow(NamedTuple):
@@ -118,6 +126,47 @@ def count_parameters(module: nn.Module) -> int:
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     return sum(parameter.numel() for parameter in module.parameters())
+
+
+def mha_flops(batch_size: int, num_queries: int, num_kvpairs: int, num_hiddens: int, num_heads: int) -> dict[str, int]:
+    """FLOPs of the matrix products of one forward pass of ``MultiHeadAttention(d, d, d, d, h)``, step by step.
+
+    A product of an ``(m, k)`` and a ``(k, n)`` matrix has ``m*n*k`` multiply-adds,
+    counted as ``2*m*n*k`` FLOPs, as ``torch.utils.flop_counter`` counts them. Queries,
+    keys and values all have ``num_hiddens`` features. The softmax, the scaling and the
+    masking are left out: a few operations per score, small next to the products.
+    The key ``"total"`` holds the sum.
+    """
+    for name, value in (("batch_size", batch_size), ("num_queries", num_queries), ("num_kvpairs", num_kvpairs),
+                        ("num_hiddens", num_hiddens), ("num_heads", num_heads)):
+        check_positive_int(name, value)
+    if num_hiddens % num_heads:
+        raise ValueError(f"num_heads={num_heads} must divide num_hiddens={num_hiddens} evenly")
+    b, n_q, n_kv, d, head_dim = batch_size, num_queries, num_kvpairs, num_hiddens, num_hiddens // num_heads
+    flops = {
+        "W_q": 2 * b * n_q * d * d,  # (b*n_q, d) @ (d, d)
+        "W_k": 2 * b * n_kv * d * d,  # (b*n_kv, d) @ (d, d)
+        "W_v": 2 * b * n_kv * d * d,
+        "scores": 2 * b * num_heads * n_q * n_kv * head_dim,  # (b*h, n_q, head_dim) @ (b*h, head_dim, n_kv)
+        "weights @ values": 2 * b * num_heads * n_q * n_kv * head_dim,  # (b*h, n_q, n_kv) @ (b*h, n_kv, head_dim)
+        "W_o": 2 * b * n_q * d * d,
+    }
+    flops["total"] = sum(flops.values())
+    return flops
+
+
+def score_bytes(batch_size: int, num_heads: int, num_queries: int, num_kvpairs: int,
+                dtype: torch.dtype = torch.float32) -> int:
+    """Bytes of one score tensor ``(batch_size * num_heads, num_queries, num_kvpairs)`` in ``dtype``.
+
+    The weights after the softmax take as many again; PyTorch's fused kernel stores neither.
+    """
+    for name, value in (("batch_size", batch_size), ("num_heads", num_heads), ("num_queries", num_queries),
+                        ("num_kvpairs", num_kvpairs)):
+        check_positive_int(name, value)
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
+    return batch_size * num_heads * num_queries * num_kvpairs * dtype.itemsize
 
 
 class GeneralMultiHeadAttention(nn.Module):

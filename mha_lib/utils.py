@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
+from collections.abc import Iterator
 
 import numpy as np
 import torch
 from torch import nn
 
+from ._checks import check_positive_int
 from .modules import MultiHeadAttention
 
-__all__ = ["pick_device", "set_seed", "to_torch_mha"]
+__all__ = ["cpu_threads", "pick_device", "set_seed", "to_torch_mha"]
 
 
 def pick_device() -> torch.device:
@@ -20,6 +23,25 @@ def pick_device() -> torch.device:
     if torch.backends.mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+@contextlib.contextmanager
+def cpu_threads(num_threads: int | None) -> Iterator[None]:
+    """Let PyTorch use ``num_threads`` CPU threads inside the ``with`` block, then restore the old number.
+
+    ``None`` leaves the number as it is. Small tensors (a toy model, one slider update)
+    run fastest on one thread: a second thread mostly waits for the first, and on a
+    busy machine it waits for a free core too.
+    """
+    if num_threads is not None:
+        check_positive_int("num_threads", num_threads)
+    before = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def set_seed(seed: int = 0) -> None:

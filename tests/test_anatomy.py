@@ -3,6 +3,7 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
 
 from mha_lib import MultiHeadAttention, causal_mask, sequence_mask
 from mha_lib.anatomy import (
@@ -10,6 +11,8 @@ from mha_lib.anatomy import (
     TraceRow,
     count_parameters,
     format_trace,
+    mha_flops,
+    score_bytes,
     trace_multi_head_attention,
 )
 
@@ -224,3 +227,43 @@ def test_general_layer_rejects_inputs_it_was_not_built_for():
         general(*make_inputs(6, 4, 4, 2, 2))
     with pytest.raises(TypeError, match="queries has dtype torch.float64 but the layer's weights are torch.float32"):
         general(*(X.double() for X in make_inputs(4, 4, 4, 2, 2)))
+
+
+# FLOPs and score memory
+
+
+def test_mha_flops_on_a_hand_computed_case():
+    # b=1, n_q=2, n_kv=3, d=4, h=2 (head_dim 2)
+    # W_q: 2*1*2*4*4 = 64; W_k = W_v: 2*1*3*4*4 = 96; W_o: 64; scores = weights@values: 2*1*2*2*3*2 = 48
+    flops = mha_flops(1, 2, 3, 4, 2)
+    assert flops == {"W_q": 64, "W_k": 96, "W_v": 96, "scores": 48, "weights @ values": 48, "W_o": 64, "total": 416}
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 8])
+def test_mha_flops_equals_what_pytorch_counts_in_the_layer(num_heads):
+    batch_size, num_queries, num_kvpairs, d = 2, 5, 7, 16
+    mha = MultiHeadAttention(d, d, d, d, num_heads).eval()
+    queries, keys = torch.randn(batch_size, num_queries, d), torch.randn(batch_size, num_kvpairs, d)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        mha(queries, keys, keys)
+    assert counter.get_total_flops() == mha_flops(batch_size, num_queries, num_kvpairs, d, num_heads)["total"]
+
+
+def test_mha_flops_rejects_heads_that_do_not_divide_num_hiddens():
+    with pytest.raises(ValueError, match="num_heads=3 must divide num_hiddens=16"):
+        mha_flops(1, 1, 1, 16, 3)
+    with pytest.raises(ValueError, match="batch_size must be a positive int, got 0"):
+        mha_flops(0, 1, 1, 16, 4)
+
+
+def test_score_bytes_are_exact_and_grow_as_n_squared():
+    assert score_bytes(2, 4, 64, 64) == 2 * 4 * 64 * 64 * 4
+    assert score_bytes(1, 1, 3, 5, torch.float16) == 30
+    assert score_bytes(1, 1, 3, 5, torch.float64) == 120
+    for n in (64, 128, 1000):
+        assert score_bytes(2, 4, 2 * n, 2 * n) == 4 * score_bytes(2, 4, n, n)
+    # equals the real tensor's size
+    scores = torch.randn(2 * 4, 16, 16) @ torch.randn(2 * 4, 16, 16)
+    assert score_bytes(2, 4, 16, 16) == scores.numel() * scores.element_size()
+    with pytest.raises(TypeError, match="dtype must be a torch.dtype"):
+        score_bytes(1, 1, 1, 1, "float32")

@@ -1,0 +1,424 @@
+"""A toy task and a tiny attention model that trains in seconds on a CPU, and tools to look inside it.
+
+The task (:class:`TwoLookupTask`): a sequence of random tokens; at position ``t`` the model must
+output two tokens at once, the one ``offset`` positions back (a local look-up) and the first token
+of the sequence (a long-range look-up). The pair ``(local, first)`` is one class,
+``local * vocab_size + first``, so one cross-entropy loss trains both.
+
+Dimension names (those of :mod:`mha_lib.functional`):
+
+    batch_size   sequences in a batch
+    seq_len      tokens per sequence
+    num_hiddens  features of the embeddings and of the attention layer
+    num_heads    attention heads
+    head_dim     features per head, num_hiddens // num_heads
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from matplotlib.figure import Figure
+from torch import Tensor, nn
+
+from ._checks import check_positive_int
+from .modules import MultiHeadAttention
+from .utils import cpu_threads
+
+__all__ = [
+    "IGNORE",
+    "Accuracy",
+    "TinyAttentionModel",
+    "TrainResult",
+    "TwoLookupTask",
+    "ablate_heads",
+    "ablation_rows",
+    "attention_profile",
+    "build_model",
+    "evaluate",
+    "head_subspace",
+    "plot_ablation",
+    "plot_history",
+    "principal_cosines",
+    "print_progress",
+    "random_subspace_cosines",
+    "subspace_cosines",
+    "train",
+]
+
+IGNORE = -100  # the target of positions with nothing to look up; F.cross_entropy skips it by default
+
+
+@dataclass(frozen=True)
+class TwoLookupTask:
+    """Random tokens in, the pair (token ``offset`` back, first token) out, at every position from ``offset`` on.
+
+    Change ``vocab_size``, ``seq_len`` or ``offset`` to change the task.
+    """
+
+    vocab_size: int = 16
+    seq_len: int = 16
+    offset: int = 1
+
+    def __post_init__(self) -> None:
+        check_positive_int("vocab_size", self.vocab_size)
+        check_positive_int("seq_len", self.seq_len)
+        check_positive_int("offset", self.offset)
+        if self.offset >= self.seq_len:
+            raise ValueError(f"offset must be smaller than seq_len={self.seq_len}, got offset={self.offset}")
+
+    @property
+    def num_classes(self) -> int:
+        """One class per pair ``(local, first)``: ``vocab_size ** 2``."""
+        return self.vocab_size**2
+
+    def targets(self, tokens: Tensor) -> Tensor:
+        """The class to predict at every position; ``IGNORE`` where there is no token ``offset`` back.
+
+        Shape:
+            - tokens: ``(batch_size, seq_len)``, integer in ``[0, vocab_size)``
+            - output: ``(batch_size, seq_len)``, int64
+        """
+        self._check_tokens(tokens)
+        targets = torch.full(tokens.shape, IGNORE, dtype=torch.int64, device=tokens.device)
+        local = tokens[:, : -self.offset]  # the token offset back of positions offset..seq_len-1
+        first = tokens[:, :1]  # (batch, 1), broadcast over positions
+        targets[:, self.offset :] = local * self.vocab_size + first
+        return targets
+
+    def split(self, targets: Tensor) -> tuple[Tensor, Tensor]:
+        """Undo the pairing: ``(local, first)`` tokens from classes (``IGNORE`` stays ``IGNORE`` in both)."""
+        keep = targets != IGNORE
+        local = torch.where(keep, targets.div(self.vocab_size, rounding_mode="floor"), IGNORE)
+        first = torch.where(keep, targets.remainder(self.vocab_size), IGNORE)
+        return local, first
+
+    def sample(self, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        """Draw ``batch_size`` random sequences and their targets from ``generator``.
+
+        Shape:
+            - output: tokens ``(batch_size, seq_len)`` and targets ``(batch_size, seq_len)``, int64
+        """
+        check_positive_int("batch_size", batch_size)
+        if not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        tokens = torch.randint(self.vocab_size, (batch_size, self.seq_len), generator=generator)
+        return tokens, self.targets(tokens)
+
+    def _check_tokens(self, tokens: object) -> None:
+        if not isinstance(tokens, Tensor) or tokens.dtype.is_floating_point or tokens.dtype == torch.bool:
+            got = tokens.dtype if isinstance(tokens, Tensor) else type(tokens).__name__
+            raise TypeError(f"tokens must be an integer tensor, got {got}")
+        if tokens.dim() != 2 or tokens.shape[1] != self.seq_len:
+            raise ValueError(f"tokens must have shape (batch_size, {self.seq_len}), got {tuple(tokens.shape)}")
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
+            raise ValueError(
+                f"tokens must lie in [0, {self.vocab_size}), got values from {tokens.min().item()} "
+                f"to {tokens.max().item()}"
+            )
+
+
+class TinyAttentionModel(nn.Module):
+    """Token and learned position embeddings, one causal ``MultiHeadAttention`` layer, a linear read-out.
+
+    There is no residual connection: everything the read-out sees went through the attention heads.
+    The attention layer is ``.attention``; its weights of the last call are in ``.attention.attention_weights``.
+
+    Shape:
+        - tokens: ``(batch_size, seq_len)``, integer
+        - output: ``(batch_size, seq_len, num_classes)``, logits
+    """
+
+    def __init__(self, vocab_size: int, seq_len: int, num_hiddens: int, num_heads: int, num_classes: int) -> None:
+        super().__init__()
+        self.token_embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.position_embedding = nn.Embedding(seq_len, num_hiddens)
+        self.attention = MultiHeadAttention(num_hiddens, num_hiddens, num_hiddens, num_hiddens, num_heads, bias=True)
+        self.readout = nn.Linear(num_hiddens, num_classes)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        seq_len = tokens.shape[1]
+        # (batch, seq_len, num_hiddens) + (seq_len, num_hiddens) -> (batch, seq_len, num_hiddens)
+        X = self.token_embedding(tokens) + self.position_embedding.weight[:seq_len]
+        H = self.attention(X, X, X, causal=True)  # position t sees positions 0..t only
+        return self.readout(H)  # (batch, seq_len, num_hiddens) -> (batch, seq_len, num_classes)
+
+
+def build_model(task: TwoLookupTask, num_hiddens: int, num_heads: int, seed: int = 0) -> TinyAttentionModel:
+    """A :class:`TinyAttentionModel` for ``task`` with weights drawn from ``seed`` (the global RNG is left alone)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return TinyAttentionModel(task.vocab_size, task.seq_len, num_hiddens, num_heads, task.num_classes)
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """Fractions of positions predicted right: the whole pair, its local part and its first-token part."""
+
+    pair: float
+    local: float
+    first: float
+
+
+@torch.no_grad()
+def evaluate(model: TinyAttentionModel, task: TwoLookupTask, tokens: Tensor, targets: Tensor) -> Accuracy:
+    """Accuracy of ``model`` on ``tokens``, counting only positions whose target is not ``IGNORE``.
+
+    Shape:
+        - tokens, targets: ``(batch_size, seq_len)``
+    """
+    was_training = model.training
+    predictions = model.eval()(tokens).argmax(dim=-1)  # (batch, seq_len, classes) -> (batch, seq_len)
+    model.train(was_training)
+    keep = targets != IGNORE  # positions with something to predict
+
+    def fraction(right: Tensor) -> float:
+        return right[keep].float().mean().item()
+
+    (local, first), (local_hat, first_hat) = task.split(targets), task.split(predictions)
+    return Accuracy(fraction(predictions == targets), fraction(local_hat == local), fraction(first_hat == first))
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` records: one ``(step, loss, held-out pair accuracy)`` per evaluation."""
+
+    history: list[tuple[int, float, float]] = field(default_factory=list)
+
+    @property
+    def final_accuracy(self) -> float:
+        return self.history[-1][2]
+
+    def steps_to_reach(self, accuracy: float) -> int | None:
+        """The first evaluated step with held-out accuracy >= ``accuracy``, or None if it never got there."""
+        return next((step for step, _, acc in self.history if acc >= accuracy), None)
+
+
+def train(
+    model: TinyAttentionModel,
+    task: TwoLookupTask,
+    held_out: tuple[Tensor, Tensor],
+    steps: int = 250,
+    batch_size: int = 64,
+    lr: float = 1e-2,
+    seed: int = 0,
+    eval_every: int = 25,
+    callback: Callable[[int, float, float], None] | None = None,
+) -> TrainResult:
+    """Train ``model`` with Adam on fresh batches drawn from a generator seeded with ``seed``.
+
+    Every ``eval_every`` steps (and after the last one) the pair accuracy on ``held_out = (tokens, targets)``
+    is measured, recorded and passed with the step and the training loss to ``callback(step, loss, accuracy)``.
+    The same seed and the same model give the same result. Training runs on one CPU thread:
+    the model is so small that more threads only wait for each other.
+    """
+    for name, value in (("steps", steps), ("batch_size", batch_size), ("eval_every", eval_every)):
+        check_positive_int(name, value)
+    if not lr > 0:
+        raise ValueError(f"lr must be a positive learning rate, got {lr!r}")
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    result = TrainResult()
+    model.train()
+    with cpu_threads(1):
+        for step in range(1, steps + 1):
+            tokens, targets = task.sample(batch_size, generator)
+            logits = model(tokens)
+            # (batch, seq_len, classes) -> (batch*seq_len, classes); IGNORE targets do not count
+            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if step % eval_every == 0 or step == steps:
+                accuracy = evaluate(model, task, *held_out).pair
+                result.history.append((step, loss.item(), accuracy))
+                if callback is not None:
+                    callback(step, loss.item(), accuracy)
+    model.eval()
+    return result
+
+
+def print_progress(every: int = 100) -> Callable[[int, float, float], None]:
+    """A ``callback`` for :func:`train` that prints one line every ``every`` steps."""
+    check_positive_int("every", every)
+
+    def callback(step: int, loss: float, accuracy: float) -> None:
+        if step % every == 0:
+            print(f"step {step:5d}   loss {loss:7.4f}   held-out accuracy {accuracy:.3f}", flush=True)
+
+    return callback
+
+
+def plot_history(results: Mapping[str, TrainResult], figsize: tuple[float, float] = (7.0, 3.0)) -> Figure:
+    """Held-out accuracy against training step, one line per labelled :class:`TrainResult`."""
+    if not results:
+        raise ValueError("results must map at least one label to a TrainResult, got none")
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    for label, result in results.items():
+        steps, _, accuracies = zip(*result.history, strict=True)
+        ax.plot(steps, accuracies, marker=".", label=label)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("held-out accuracy")
+    ax.set_title("Learning curves")
+    ax.legend(loc="lower right")
+    return fig
+
+
+@contextmanager
+def ablate_heads(mha: MultiHeadAttention, heads: Sequence[int]) -> Iterator[None]:
+    """Inside the ``with`` block, the listed heads of ``mha`` contribute nothing: their slice of the
+    concatenated head outputs is set to zero before ``W_o``. The layer itself is not changed.
+    """
+    if not isinstance(mha, MultiHeadAttention):
+        raise TypeError(f"mha must be an mha_lib.MultiHeadAttention, got {type(mha).__name__}")
+    heads = list(heads)
+    for head in heads:
+        if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < mha.num_heads:
+            raise ValueError(f"heads must be head numbers in [0, {mha.num_heads}), got {head!r}")
+    keep = torch.ones(mha.W_o.in_features, dtype=mha.W_o.weight.dtype, device=mha.W_o.weight.device)
+    for head in heads:
+        keep[head * mha.head_dim : (head + 1) * mha.head_dim] = 0  # head h owns features h*head_dim..
+
+    def zero_heads(module: nn.Module, args: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+        return (args[0] * keep,)  # (batch, queries, num_hiddens), out of place
+
+    handle = mha.W_o.register_forward_pre_hook(zero_heads)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def ablation_rows(
+    model: TinyAttentionModel, task: TwoLookupTask, tokens: Tensor, targets: Tensor
+) -> list[tuple[str, Accuracy]]:
+    """Accuracy of the full model, then with each head zeroed in turn: ``[("none", acc), ("head 0", acc), ...]``."""
+    rows = [("none", evaluate(model, task, tokens, targets))]
+    for head in range(model.attention.num_heads):
+        with ablate_heads(model.attention, [head]):
+            rows.append((f"head {head}", evaluate(model, task, tokens, targets)))
+    return rows
+
+
+def plot_ablation(
+    rows: Sequence[tuple[str, Accuracy]], chance: float | None = None, figsize: tuple[float, float] = (7.0, 3.2)
+) -> Figure:
+    """Bar chart of :func:`ablation_rows`: the accuracy of each part with each head zeroed.
+
+    ``chance`` (e.g. ``1 / vocab_size``, the accuracy of a guess for one part) is drawn as a dashed line.
+    """
+    if not rows:
+        raise ValueError("rows must hold at least one (label, Accuracy) row, got none")
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    width = 0.27
+    for k, (part, colour) in enumerate((("pair", "0.4"), ("local", "tab:orange"), ("first", "tab:blue"))):
+        values = [getattr(accuracy, part) for _, accuracy in rows]
+        ax.bar([i + (k - 1) * width for i in range(len(rows))], values, width, label=part, color=colour)
+    if chance is not None:
+        ax.axhline(chance, color="black", linestyle="--", linewidth=1, label="chance, one part")
+    ax.set_xticks(range(len(rows)), [f"{label} zeroed" if label != "none" else "full model" for label, _ in rows])
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("which head is zeroed")
+    ax.set_ylabel("held-out accuracy")
+    ax.set_title("Head ablation: accuracy of the pair and of each part")
+    ax.legend(title="part", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+@torch.no_grad()
+def attention_profile(model: TinyAttentionModel, task: TwoLookupTask, tokens: Tensor) -> tuple[Tensor, Tensor]:
+    """Per head, the mean attention weight on the local key (``offset`` back) and on the first key.
+
+    Averaged over the sequences and over the query positions ``offset + 1 .. seq_len - 1`` (from there on
+    the two keys are different positions).
+
+    Shape:
+        - tokens: ``(batch_size, seq_len)``
+        - output: two tensors ``(num_heads,)``
+    """
+    was_training = model.training
+    model.eval()(tokens)
+    model.train(was_training)
+    weights = model.attention.attention_weights  # (batch, heads, queries, kvpairs)
+    queries = torch.arange(task.offset + 1, task.seq_len)
+    to_local = weights[:, :, queries, queries - task.offset].mean(dim=(0, 2))  # (batch, heads, q) -> (heads,)
+    to_first = weights[:, :, queries, 0].mean(dim=(0, 2))
+    return to_local, to_first
+
+
+def principal_cosines(A: Tensor, B: Tensor) -> Tensor:
+    """Cosines of the principal angles between the column spaces of ``A`` and ``B``, largest first.
+
+    1 means a shared direction, 0 an orthogonal one. Computed as the singular values of
+    ``Q_A^T Q_B``, where ``Q_A`` and ``Q_B`` are orthonormal bases (from QR) of the two spaces.
+
+    Shape:
+        - A: ``(dim, k_a)``, B: ``(dim, k_b)`` with ``k_a, k_b <= dim``
+        - output: ``(min(k_a, k_b),)``
+    """
+    for name, M in (("A", A), ("B", B)):
+        if not isinstance(M, Tensor) or M.dim() != 2 or not M.dtype.is_floating_point:
+            got = tuple(M.shape) if isinstance(M, Tensor) else type(M).__name__
+            raise ValueError(f"{name} must be a 2-D floating-point tensor (dim, k), got {got}")
+        if M.shape[1] > M.shape[0]:
+            raise ValueError(f"{name} must have no more columns than rows to span a subspace, got {tuple(M.shape)}")
+    if A.shape[0] != B.shape[0]:
+        raise ValueError(f"A and B must live in the same space (same rows), got {tuple(A.shape)} and {tuple(B.shape)}")
+    Q_A, Q_B = torch.linalg.qr(A.double())[0], torch.linalg.qr(B.double())[0]  # (dim, k) orthonormal columns
+    return torch.linalg.svdvals(Q_A.T @ Q_B).clamp(max=1.0).to(A.dtype)  # (k_a, dim) @ (dim, k_b) -> (k_a, k_b)
+
+
+def head_subspace(mha: MultiHeadAttention, role: str, head: int) -> Tensor:
+    """The matrix whose columns span what ``head`` reads (``role`` "q", "k", "v") or writes ("o").
+
+    For "q", "k", "v" these are the input directions the head's projection reads, the rows of its slice of
+    ``W_q.weight`` etc. (``nn.Linear`` stores ``W^T``); for "o" the output directions ``W_o`` writes the head to.
+
+    Shape:
+        - output: ``(size, head_dim)``: ``size`` is the projection's ``in_features`` ("q", "k", "v") or
+          ``num_hiddens`` ("o")
+    """
+    if role not in ("q", "k", "v", "o"):
+        raise ValueError(f"role must be one of 'q', 'k', 'v', 'o', got {role!r}")
+    if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < mha.num_heads:
+        raise ValueError(f"head must be a head number in [0, {mha.num_heads}), got {head!r}")
+    rows = slice(head * mha.head_dim, (head + 1) * mha.head_dim)
+    if role == "o":
+        return mha.W_o.weight[:, rows].detach()  # (num_hiddens, head_dim)
+    return getattr(mha, f"W_{role}").weight[rows].detach().T  # (head_dim, in_features) -> (in_features, head_dim)
+
+
+def subspace_cosines(mha: MultiHeadAttention, role: str) -> Tensor:
+    """Mean principal-angle cosine between every two heads' subspaces for ``role`` (see :func:`head_subspace`).
+
+    Shape:
+        - output: ``(num_heads, num_heads)``, 1 on the diagonal
+    """
+    bases = [head_subspace(mha, role, head) for head in range(mha.num_heads)]
+    return torch.stack([torch.stack([principal_cosines(A, B).mean() for B in bases]) for A in bases])
+
+
+def random_subspace_cosines(dim: int, k: int, num_pairs: int, generator: torch.Generator) -> Tensor:
+    """Mean principal-angle cosine of ``num_pairs`` pairs of random ``k``-dimensional subspaces of ``dim``-space.
+
+    The baseline for :func:`subspace_cosines`: Gaussian matrices span uniformly random subspaces.
+
+    Shape:
+        - output: ``(num_pairs,)``
+    """
+    for name, value in (("dim", dim), ("k", k), ("num_pairs", num_pairs)):
+        check_positive_int(name, value)
+    if k > dim:
+        raise ValueError(f"k must be at most dim={dim} for a subspace of dim-space, got k={k}")
+    pairs = [
+        principal_cosines(torch.randn(dim, k, generator=generator), torch.randn(dim, k, generator=generator)).mean()
+        for _ in range(num_pairs)
+    ]
+    return torch.stack(pairs)

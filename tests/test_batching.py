@@ -1,0 +1,289 @@
+"""mha_lib.batching: the three implementations agree, the exact costs, the JSON schema and its reader, figures."""
+
+import copy
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from matplotlib.figure import Figure
+
+from mha_lib import MultiHeadAttention
+from mha_lib.batching import (
+    IMPLEMENTATIONS,
+    SCHEMA,
+    BatchSweep,
+    LengthSweep,
+    attention_batched,
+    attention_flops,
+    attention_per_head,
+    attention_per_sample,
+    available_devices,
+    call_plan,
+    device_name,
+    load_result,
+    load_results,
+    make_result,
+    measure_device,
+    median_time,
+    paired_speedups,
+    peak_flops,
+    plot_devices,
+    plot_length_sweep,
+    plot_loops_vs_batch,
+    provenance,
+    random_qkv,
+    save_result,
+    validate_result,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY_BATCH = BatchSweep(batch_sizes=(1, 3), seq_len=4, num_hiddens=8, num_heads=2)
+TINY_LENGTH = LengthSweep(seq_lens=(4, 8), batch_size=1, num_hiddens=8, num_heads=2)
+
+
+@pytest.fixture(scope="module")
+def tiny_result() -> dict:
+    run = measure_device("cpu", TINY_BATCH, TINY_LENGTH, min_run_time=0.001, num_threads=1)
+    return make_result([run], "pytest", 0.001)
+
+
+# ---------------------------------------------------------------- implementations
+
+
+@pytest.mark.parametrize("shape", [(1, 4, 8, 2), (3, 5, 12, 3), (4, 2, 6, 1), (2, 7, 20, 4)])
+@pytest.mark.parametrize("name", sorted(IMPLEMENTATIONS))
+def test_every_implementation_equals_the_layers_attention(name, shape):
+    batch_size, seq_len, num_hiddens, num_heads = shape
+    mha = MultiHeadAttention(num_hiddens, num_hiddens, num_hiddens, num_hiddens, num_heads).double().eval()
+    X = torch.randn(batch_size, seq_len, num_hiddens, dtype=torch.float64)
+    queries, keys, values = mha.W_q(X), mha.W_k(X), mha.W_v(X)
+    # the layer is W_o(attention(...)); undo nothing, just compare before W_o through the fused path
+    heads = F.scaled_dot_product_attention(
+        *(P.reshape(batch_size, seq_len, num_heads, -1).transpose(1, 2) for P in (queries, keys, values)))
+    expected = heads.transpose(1, 2).reshape(batch_size, seq_len, num_hiddens)
+    output = IMPLEMENTATIONS[name](queries, keys, values, num_heads)
+    torch.testing.assert_close(output, expected, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(mha.W_o(output), mha(X, X, X), rtol=1e-10, atol=1e-10)
+
+
+def test_implementations_handle_cross_attention_lengths():
+    queries, keys, values = torch.randn(2, 3, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 8)
+    outputs = [fn(queries, keys, values, 4) for fn in (attention_per_sample, attention_per_head, attention_batched)]
+    assert outputs[0].shape == (2, 3, 8)
+    torch.testing.assert_close(outputs[0], outputs[2])
+    torch.testing.assert_close(outputs[1], outputs[2])
+
+
+@pytest.mark.parametrize("fn", [attention_per_sample, attention_per_head, attention_batched])
+def test_implementations_reject_heads_that_do_not_divide(fn):
+    X = torch.randn(2, 3, 10)
+    with pytest.raises(ValueError, match="num_heads"):
+        fn(X, X, X, 3)
+    with pytest.raises(ValueError, match="queries must be a 3-D tensor"):
+        fn(X[0], X[0], X[0], 2)
+
+
+def test_call_plan_counts_calls_and_shapes():
+    assert call_plan(32, 10, 100, 5) == [
+        ("per_sample", 32, (5, 10, 20)),
+        ("per_head", 5, (32, 10, 20)),
+        ("batched", 1, (160, 10, 20)),
+    ]
+    with pytest.raises(ValueError, match="divisible"):
+        call_plan(2, 10, 100, 3)
+    with pytest.raises(ValueError, match="batch_size"):
+        call_plan(0, 10, 100, 5)
+
+
+# ---------------------------------------------------------------- exact costs
+
+
+def test_flops_count_the_two_products():
+    assert attention_flops(1, 1, 1, 1) == 4
+    assert attention_flops(2, 3, 5, 8) == 2 * 2 * (3 * 5 * 8) * 2  # two products, 2 FLOPs per multiply-add
+    with pytest.raises(ValueError, match="num_kvpairs"):
+        attention_flops(1, 1, 0, 1)
+
+
+def test_peak_flops_table_picks_the_most_specific_name():
+    assert peak_flops("NVIDIA H100 80GB HBM3") == (67e12, "NVIDIA H100 datasheet, FP32 (SXM)")
+    assert peak_flops("NVIDIA H100 PCIe")[0] == 51e12
+    assert peak_flops("NVIDIA H200 NVL")[0] == 60e12
+    assert peak_flops("NVIDIA H200")[0] == 67e12
+    assert peak_flops("AMD EPYC") is None
+    with pytest.raises(TypeError, match="name must be"):
+        peak_flops(None)
+
+
+# ---------------------------------------------------------------- devices and timing
+
+
+def test_available_devices_start_with_the_cpu_and_list_only_present_gpus():
+    devices = available_devices()
+    assert devices[0] == torch.device("cpu")
+    assert (torch.device("cuda") in devices) == torch.cuda.is_available()
+    assert (torch.device("mps") in devices) == torch.backends.mps.is_available()
+    assert device_name("cpu")
+    with pytest.raises(ValueError, match="device must be a cpu, cuda or mps"):
+        device_name("meta")
+
+
+def test_median_time_and_paired_speedups_return_positive_seconds():
+    X = torch.randn(4, 4)
+    assert median_time(lambda: X @ X, "cpu", min_run_time=0.001) > 0
+    ratios = paired_speedups(lambda: X @ X, lambda: X + X, "cpu", repeats=3, number=2, num_threads=1)
+    assert len(ratios) == 3 and all(r > 0 for r in ratios)
+    with pytest.raises(ValueError, match="min_run_time"):
+        median_time(lambda: None, "cpu", min_run_time=0)
+    with pytest.raises(ValueError, match="num_threads"):
+        paired_speedups(lambda: None, lambda: None, "cpu", num_threads=0)
+
+
+def test_sweeps_leave_the_thread_count_as_it_was(tiny_result):
+    before = torch.get_num_threads()
+    measure_device("cpu", TINY_BATCH, TINY_LENGTH, min_run_time=0.001, num_threads=1)
+    assert torch.get_num_threads() == before
+
+
+def test_random_qkv_is_seeded():
+    first, second = random_qkv(2, 3, 4, seed=5), random_qkv(2, 3, 4, seed=5)
+    assert [tuple(X.shape) for X in first] == [(2, 3, 4)] * 3
+    for a, b in zip(first, second, strict=True):
+        assert torch.equal(a, b)
+
+
+# ---------------------------------------------------------------- results
+
+
+def test_a_measured_run_has_the_documented_fields(tiny_result):
+    run = tiny_result["runs"][0]
+    assert tiny_result["schema"] == SCHEMA
+    assert run["device"] == "cpu" and run["threads"] == 1 and run["peak_flops"] is None
+    assert run["batch_sweep"]["batch_sizes"] == [1, 3]
+    assert set(run["batch_sweep"]["median_s"]) == {"per_sample", "per_head", "batched"}
+    assert run["batch_sweep"]["flops"] == [attention_flops(b, 4, 4, 8) for b in (1, 3)]
+    sweep = run["length_sweep"]
+    assert sweep["score_bytes"] == [1 * 2 * n * n * 4 for n in (4, 8)]
+    assert sweep["peak_memory_bytes"] is None  # not measured on the CPU
+    assert set(sweep["median_s"]) == {"explicit", "sdpa"}
+
+
+def test_save_and_load_round_trip(tiny_result, tmp_path):
+    path = save_result(tiny_result, tmp_path)
+    assert path.name == f"cpu-{tiny_result['date']}.json"
+    assert load_result(path) == tiny_result
+    assert load_results(tmp_path) == [tiny_result]
+    assert load_results(tmp_path / "empty") == []
+    label = provenance(tiny_result, tiny_result["runs"][0])
+    assert label.startswith("recorded on ") and "1 thread)" in label and tiny_result["date"] in label
+
+
+BREAKAGES = [
+    (lambda r: r.pop("torch"), "torch must be a string"),
+    (lambda r: r.update(schema="other/1"), "schema must be"),
+    (lambda r: r.update(date="21.11.2026"), "date must be YYYY-MM-DD"),
+    (lambda r: r.update(runs=[]), "at least one run"),
+    (lambda r: r["runs"][0].update(device="tpu"), r"runs\[0\]\.device must be"),
+    (lambda r: r["runs"][0]["batch_sweep"]["median_s"].pop("batched"), r"median_s\.batched must be a list"),
+    (lambda r: r["runs"][0]["batch_sweep"]["median_s"]["per_head"].append(1.0), "must be a list of 2 numbers"),
+    (lambda r: r["runs"][0]["length_sweep"]["median_s"]["sdpa"].__setitem__(0, -1.0), "positive finite"),
+    (lambda r: r["runs"][0]["length_sweep"].update(seq_lens=[4, "8"]), "must list positive integers"),
+]
+
+
+@pytest.mark.parametrize(("breakage", "message"), BREAKAGES)
+def test_a_malformed_result_is_rejected_with_a_clear_error(tiny_result, tmp_path, breakage, message):
+    broken = copy.deepcopy(tiny_result)
+    breakage(broken)
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(broken))
+    with pytest.raises(ValueError, match=message) as error:
+        load_result(path)
+    assert str(error.value).startswith("broken.json")  # names the file
+
+
+def test_a_file_that_is_not_json_is_rejected(tmp_path):
+    path = tmp_path / "cut.json"
+    path.write_text('{"schema": "mha-notebooks/bench_batching/1", "runs": [')
+    with pytest.raises(ValueError, match="cut.json is not valid JSON"):
+        load_result(path)
+    with pytest.raises(ValueError, match="must be an object"):
+        validate_result([], "x")
+
+
+def test_recorded_results_in_the_repository_follow_the_schema():
+    results = load_results(ROOT / "benchmarks" / "results")
+    assert results, "benchmarks/results/ should hold at least the CPU recording"
+    assert any(run["device"] == "cpu" for result in results for run in result["runs"])
+
+
+def test_bench_script_quick_run_writes_the_documented_schema(tmp_path):
+    spec = importlib.util.spec_from_file_location("bench_batching", ROOT / "benchmarks" / "bench_batching.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    path = bench.main(["--quick", "--threads", "1", "--out", str(tmp_path)])
+    assert path.parent == tmp_path and path.name.startswith("cpu-")
+    result = load_result(path)
+    assert result["command"] == f"python benchmarks/bench_batching.py --quick --threads 1 --out {tmp_path}"
+    assert [run["device"] for run in result["runs"]] == ["cpu"]
+    assert result["runs"][0]["batch_sweep"]["batch_sizes"] == list(bench.BATCH_SWEEPS["quick"].batch_sizes)
+    assert isinstance(result["load_average_1min"], float | None)
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit):
+            bench.main(["--device", "cuda", "--out", str(tmp_path)])
+
+
+# ---------------------------------------------------------------- figures
+
+
+def _labels(ax) -> list[str]:
+    return [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
+
+
+def test_loops_figure(tiny_result):
+    fig = plot_loops_vs_batch(tiny_result["runs"])
+    assert isinstance(fig, Figure)
+    time_ax, speed_ax = fig.axes
+    assert time_ax.get_xscale() == time_ax.get_yscale() == "log"
+    assert time_ax.get_ylabel() == "median time per call (ms)" and "batch size" in time_ax.get_xlabel()
+    assert len(_labels(time_ax)) == 3 and all(label.endswith(", cpu") for label in _labels(time_ax))
+    assert speed_ax.get_title() and speed_ax.get_legend() is not None
+    y = time_ax.get_lines()[2].get_ydata()
+    assert list(y) == [t * 1e3 for t in tiny_result["runs"][0]["batch_sweep"]["median_s"]["batched"]]
+
+
+def test_devices_figure_keeps_live_and_recorded_apart(tiny_result):
+    fig = plot_devices(tiny_result["runs"], [tiny_result])
+    time_ax, speed_ax = fig.axes
+    live, recorded = time_ax.get_lines()
+    assert live.get_linestyle() == "-" and recorded.get_linestyle() == "--"
+    assert live.get_label().startswith("live: cpu") and recorded.get_label().startswith("recorded on ")
+    assert [t.get_text() for t in speed_ax.texts][0].startswith("no GPU measurement")
+    assert fig.legends and time_ax.get_xscale() == "log"
+
+
+def test_devices_figure_draws_a_speedup_when_a_gpu_run_is_present(tiny_result):
+    gpu = copy.deepcopy(tiny_result)
+    fake = copy.deepcopy(gpu["runs"][0])  # a made-up GPU record, only to test the drawing
+    fake.update(device="cuda", name="test GPU")
+    fake["batch_sweep"]["median_s"]["batched"] = [t / 2 for t in fake["batch_sweep"]["median_s"]["batched"]]
+    gpu["runs"].insert(0, fake)
+    fig = plot_devices([], [gpu])
+    speed_ax = fig.axes[1]
+    (line,) = [line for line in speed_ax.get_lines() if "test GPU vs its CPU" in line.get_label()]
+    assert all(math.isclose(y, 2.0) for y in line.get_ydata())
+    assert not speed_ax.texts
+
+
+def test_length_figure_draws_the_exact_score_memory(tiny_result):
+    fig = plot_length_sweep(tiny_result["runs"], [tiny_result])
+    time_ax, memory_ax = fig.axes
+    assert memory_ax.get_ylabel() == "memory (MiB)" and memory_ax.get_yscale() == "log"
+    exact = [line for line in memory_ax.get_lines() if line.get_label().startswith("one score tensor")]
+    assert list(exact[0].get_ydata()) == [1 * 2 * n * n * 4 / 2**20 for n in (4, 8)]
+    assert len(_labels(time_ax)) == 4  # explicit and sdpa, live and recorded
+

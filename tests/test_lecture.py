@@ -1,0 +1,245 @@
+"""tools/lecture: the slide metadata rules, offline slides and pages, and the index of chapters."""
+
+import base64
+import struct
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tools/ is not installed: `python -m tools.lecture` also runs from the root
+from tools import lecture  # noqa: E402
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+SETUP = "%matplotlib inline\n" + "\n".join(f"import module_{i}" for i in range(9))  # 10 lines
+
+
+def png(width: int, height: int) -> str:
+    """A base64 PNG header with the given size (enough for the size to be read)."""
+    head = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + struct.pack(">II", width, height) + bytes(5)
+    return base64.b64encode(head + bytes(4)).decode()
+
+
+def chapter(*cells) -> nbformat.NotebookNode:
+    return new_notebook(cells=list(cells))
+
+
+def small_chapter() -> nbformat.NotebookNode:
+    return chapter(
+        new_markdown_cell("# 05 · A small chapter\n\nWhat it is about."),
+        new_code_cell(SETUP),
+        new_markdown_cell("## 1. First section\n\nSome text."),
+        new_code_cell("x = torch.zeros(2, 3)"),
+        new_markdown_cell("### 1.1 A sub-section"),
+        new_markdown_cell("Which shape comes out?"),
+        new_code_cell("x.shape", outputs=[new_output("execute_result", {"text/plain": "torch.Size([2, 3])"},
+                                                     execution_count=2)]),
+        new_markdown_cell("## 2. Second section\n\nThe formula $a = \\sqrt{d}$."),
+        new_code_cell(""),
+    )
+
+
+# --- slide metadata ---------------------------------------------------------------------------------------
+
+
+def test_slide_types_follow_the_chapter_structure():
+    assert lecture.slide_types(small_chapter()) == [
+        "slide", "skip", "slide", "-", "subslide", "-", "fragment", "slide", "skip"]
+
+
+def test_a_short_setup_cell_is_shown():
+    nb = chapter(new_markdown_cell("# 05 · Title"), new_code_cell("%matplotlib inline\nimport torch"))
+    assert lecture.slide_types(nb) == ["slide", "-"]
+
+
+def test_a_cell_that_would_overflow_the_slide_starts_a_subslide():
+    fifteen = "\n".join(f"a_{i} = {i}" for i in range(15))
+    nb = chapter(new_markdown_cell("## 1. Long"), new_code_cell("import torch"), new_code_cell(fifteen),
+                 new_code_cell(fifteen), new_code_cell("b = 1"))
+    assert lecture.slide_types(nb) == ["slide", "-", "-", "subslide", "-"]
+
+
+def test_pictures_count_by_their_height_on_the_slide():
+    assert lecture._png_height(png(450, 300)) == 300
+    assert lecture._png_height(png(1800, 600)) == 300  # scaled down to the 900 px slide width
+    picture = new_code_cell("fig", outputs=[new_output("display_data", {"image/png": png(900, 600)})])
+    assert lecture.cell_lines(picture) == 1 + 600 // lecture.LINE_PX
+    nb = chapter(new_markdown_cell("## 1. A figure"), new_code_cell("x = 1"), picture, new_code_cell("y = 2"))
+    # 2 + 1 + 21 lines do not fit in 20, and the picture fills its own subslide
+    assert lecture.slide_types(nb) == ["slide", "-", "subslide", "subslide"]
+
+
+def test_long_markdown_lines_count_as_wrapped_lines():
+    cell = new_markdown_cell("## Heading\n\n" + "word " * 40)  # 200 characters wrap into 3 slide lines
+    assert lecture.cell_lines(cell) == 1 + 1 + 1 + 3
+
+
+def test_apply_sets_every_cell_keeps_other_metadata_and_is_idempotent():
+    nb = small_chapter()
+    nb.cells[3].metadata["tags"] = ["solution"]
+    assert lecture.apply_slide_metadata(nb) is True
+    assert [cell.metadata.slideshow.slide_type for cell in nb.cells] == lecture.slide_types(nb)
+    assert nb.cells[3].metadata.tags == ["solution"]
+    assert nb.metadata.rise == {"scroll": True}
+    assert lecture.apply_slide_metadata(nb) is False
+
+
+def test_apply_replaces_stale_slide_types():
+    nb = small_chapter()
+    lecture.apply_slide_metadata(nb)
+    nb.cells[2].metadata.slideshow.slide_type = "-"
+    assert lecture.apply_slide_metadata(nb) is True
+    assert nb.cells[2].metadata.slideshow.slide_type == "slide"
+
+
+def test_write_slide_metadata_rewrites_a_file_only_when_it_changes(tmp_path):
+    path = tmp_path / "05_small.ipynb"
+    nbformat.write(small_chapter(), path)
+    assert lecture.write_slide_metadata([path]) == [path]
+    written = path.read_bytes()
+    assert lecture.write_slide_metadata([path]) == []
+    assert path.read_bytes() == written
+    assert nbformat.read(path, as_version=4).cells[0].metadata.slideshow.slide_type == "slide"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_stored_slide_metadata_is_current(path):
+    nb = nbformat.read(path, as_version=4)
+    assert not lecture.apply_slide_metadata(nb), (
+        "the slide metadata is out of date: run `.venv/bin/python -m tools.lecture metadata notebooks/*.ipynb`")
+
+
+# --- offline pages ----------------------------------------------------------------------------------------
+
+
+def local_urls(page: str) -> list[str]:
+    urls = [url for _, url in lecture.loaded_urls(page)]
+    assert urls, "the page loads nothing: the parser found no tags"
+    return urls
+
+
+def test_slides_load_reveal_and_mathjax_from_the_local_folder_only():
+    page = lecture.render_slides(small_chapter(), "05_small")
+    urls = local_urls(page)
+    assert f"{lecture.REVEAL_URL_PREFIX}/dist/reveal.js" in urls
+    assert f"{lecture.REVEAL_URL_PREFIX}/dist/reveal.css" in urls
+    assert any(url.startswith(lecture.MATHJAX_URL) for url in urls)
+    assert lecture.offline_problems(page) == []
+    assert not any(name in url for url in urls for name in ("require", "jquery", "mermaid", "unpkg"))
+    assert "import mermaid" not in page
+    assert "Reveal.initialize" in page and "A small chapter" in page
+
+
+def test_slides_leave_out_skipped_cells_and_the_setup_cell():
+    page = lecture.render_slides(small_chapter(), "05_small")
+    assert "module_3" not in page
+    assert page.count("<section") >= 4
+
+
+def test_pages_load_mathjax_from_the_local_folder_and_embed_pictures():
+    nb = small_chapter()
+    nb.cells.append(new_code_cell("fig", outputs=[new_output("display_data", {"image/png": png(10, 10)})]))
+    page = lecture.render_page(nb, "05_small")
+    assert any(url.startswith(lecture.MATHJAX_URL) for url in local_urls(page))
+    assert lecture.offline_problems(page) == []
+    assert "data:image/png;base64," in page
+    assert "module_3" in page  # static pages show every cell
+
+
+def test_widgets_become_a_static_note_and_no_widget_manager_is_loaded():
+    nb = small_chapter()
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2}}
+    view = {"model_id": "abc", "version_major": 2, "version_minor": 0}
+    nb.cells.append(new_code_cell("slider", outputs=[
+        new_output("display_data", {lecture.WIDGET_MIME: view, "text/plain": "IntSlider(value=3)"})]))
+    for page in (lecture.render_slides(nb, "05_small"), lecture.render_page(nb, "05_small")):
+        assert lecture.WIDGET_NOTE in page
+        assert "IntSlider" not in page and "html-manager" not in page
+        assert lecture.offline_problems(page) == []
+    assert "widgets" in nb.metadata, "rendering must not change the caller's notebook"
+
+
+def test_offline_problems_name_remote_addresses_and_missing_files(tmp_path):
+    page = ('<script src="https://cdn.example/reveal.js"></script><link rel="stylesheet" href="_static/a.css">'
+            '<img src="data:image/png;base64,AAAA"><script src="//cdn.example/x.js"></script>'
+            '<a href="https://example.org/">a link is not loaded</a>')
+    assert lecture.offline_problems(page) == [
+        "<script> loads https://cdn.example/reveal.js from the network",
+        "<script> loads //cdn.example/x.js from the network"]
+    assert len(lecture.offline_problems(page, tmp_path)) == 3
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "_static" / "a.css").write_text("")
+    assert len(lecture.offline_problems(page, tmp_path)) == 2
+
+
+# --- building the collection ------------------------------------------------------------------------------
+
+
+def fake_vendor(root: Path) -> Path:
+    """The files of requirements-assets.txt that the pages load, empty."""
+    reveal = root / "sphinx_revealjs" / "_static" / "revealjs"
+    files = [reveal / "LICENSE", reveal / "dist" / "reveal.js", reveal / "dist" / "reveal.css",
+             reveal / "dist" / "theme" / "simple.css", reveal / "plugin" / "notes" / "notes.js",
+             root / "jupyter_server_mathjax" / "static" / "MathJax.js"]
+    for file in files:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text("")
+    return root
+
+
+def write_chapters(folder: Path) -> list[Path]:
+    paths = []
+    for number, title in ((1, "One"), (0, "Zero")):
+        nb = small_chapter()
+        nb.cells[0].source = f"# {number:02d} · {title}\n\nIntro."
+        paths.append(folder / f"{number:02d}_{title.lower()}.ipynb")
+        nbformat.write(nb, paths[-1])
+    return paths
+
+
+def test_build_copies_the_assets_and_checks_every_page_against_them(tmp_path):
+    vendor = fake_vendor(tmp_path / "vendor")
+    written = lecture.build("slides", write_chapters(tmp_path), tmp_path / "slides", vendor)
+    assert [path.name for path in written] == ["00_zero.slides.html", "01_one.slides.html", "index.html"]
+    assert (tmp_path / "slides" / "_static" / "reveal.js" / "dist" / "reveal.js").is_file()
+    (vendor / "sphinx_revealjs" / "_static" / "revealjs" / "dist" / "theme" / "simple.css").unlink()
+    with pytest.raises(RuntimeError, match="simple.css, which is not in"):
+        lecture.build("slides", write_chapters(tmp_path), tmp_path / "slides2", vendor)
+
+
+def test_html_index_links_every_chapter_in_order(tmp_path):
+    lecture.build("html", write_chapters(tmp_path), tmp_path / "html", fake_vendor(tmp_path / "vendor"))
+    index = (tmp_path / "html" / "index.html").read_text()
+    assert lecture.loaded_urls(index) == []  # no script or style sheet at all
+    assert index.index('<a href="00_zero.html">00 · Zero</a>') < index.index('<a href="01_one.html">01 · One</a>')
+    assert (tmp_path / "html" / "_static" / "mathjax" / "MathJax.js").is_file()
+
+
+def test_the_index_of_the_collection_lists_every_notebook_with_its_title():
+    entries = [(lecture.chapter_title(nbformat.read(path, as_version=4), path.stem), f"{path.stem}.html")
+               for path in NOTEBOOKS]
+    index = lecture.render_index(entries, "Multi-head attention: html", "intro")
+    positions = [index.index(f'href="{path.stem}.html"') for path in NOTEBOOKS]
+    assert positions == sorted(positions) and len(positions) == len(NOTEBOOKS)
+    for (title, _), path in zip(entries, NOTEBOOKS, strict=True):
+        assert title.startswith(f"{path.name[:2]} · "), f"{path.name} has no '# NN · Title' first line"
+
+
+def test_missing_assets_and_bad_kind_are_explained(tmp_path):
+    with pytest.raises(FileNotFoundError, match="make slides"):
+        lecture.Assets.find(tmp_path)
+    with pytest.raises(ValueError, match="kind: expected 'slides' or 'html', got 'pdf'"):
+        lecture.build("pdf", [], tmp_path, None)
+
+
+def test_command_line_sets_metadata(tmp_path, capsys):
+    from tools.lecture.__main__ import main
+
+    (path,) = write_chapters(tmp_path)[:1]
+    assert main(["metadata", str(path)]) == 0
+    assert "1 of 1 notebooks changed" in capsys.readouterr().out
+    assert main(["slides", "--assets", str(tmp_path / "none"), "--out", str(tmp_path / "out"), str(path)]) == 1
+    assert "make slides" in capsys.readouterr().err
