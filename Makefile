@@ -14,7 +14,7 @@ PORT ?= 8888
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-notebooks lint outputs bench clean
+.PHONY: help setup lab test test-unit test-notebooks lint outputs bench bench-batching clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -45,9 +45,15 @@ outputs: $(STAMP) ## re-execute every notebook in place, top to bottom, each in 
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=600 \
 		--ExecutePreprocessor.record_timing=False $(NOTEBOOKS)
+	# Slide breaks depend on how tall the outputs are, so the slide metadata follows every run (tools/lecture).
+	$(BIN)/python -m tools.lecture metadata $(NOTEBOOKS)
 
-bench: $(STAMP) ## time mha_lib against torch.nn.MultiheadAttention (prints median ratios)
+bench: $(STAMP) ## time mha_lib against torch.nn.MultiheadAttention, and one change of the chapter 05 explorer
 	$(BIN)/python benchmarks/bench_mha.py
+	$(BIN)/python benchmarks/bench_explorer.py
+
+bench-batching: $(STAMP) ## chapter 07's sweeps, recorded in benchmarks/results/ (ARGS="--device cuda" for a GPU)
+	$(BIN)/python benchmarks/bench_batching.py $(ARGS)
 
 clean: ## remove the virtual environment, caches and build output
 	rm -rf $(VENV) build student .pytest_cache .ruff_cache *.egg-info

@@ -11,3 +11,7 @@ matplotlib.use("Agg")
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(0)
+
+# The real-browser tests (tests/browser) start JupyterLab and Chromium: `make test-browser` runs them on
+# their own. `pytest tests` and `make test-unit` leave them out; `pytest tests/browser` still runs them.
+collect_ignore = ["browser"]

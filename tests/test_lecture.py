@@ -55,6 +55,13 @@ def test_a_short_setup_cell_is_shown():
     assert lecture.slide_types(nb) == ["slide", "-"]
 
 
+def test_the_colab_install_cell_is_skipped_and_the_setup_cell_after_it_still_counts_as_setup():
+    install = new_code_cell("try:\n    import mha_lib\nexcept ModuleNotFoundError:\n    pass")
+    install.metadata["tags"] = ["colab-install"]
+    nb = chapter(new_markdown_cell("# 05 · Title"), install, new_code_cell(SETUP), new_code_cell("x = 1"))
+    assert lecture.slide_types(nb) == ["slide", "skip", "skip", "-"]
+
+
 def test_a_cell_that_would_overflow_the_slide_starts_a_subslide():
     fifteen = "\n".join(f"a_{i} = {i}" for i in range(15))
     nb = chapter(new_markdown_cell("## 1. Long"), new_code_cell("import torch"), new_code_cell(fifteen),

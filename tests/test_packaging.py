@@ -85,7 +85,63 @@ def test_installed_torch_is_in_the_supported_range():
     assert installed in requirements()["torch"].specifier
 
 
-@pytest.mark.parametrize("target", ["help", "setup", "lab", "test", "lint", "outputs", "clean"])
+@pytest.mark.parametrize("target", ["help", "setup", "lab", "test", "lint", "outputs", "clean", "test-browser"])
 def test_makefile_has_the_documented_targets(target):
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(rf"^{target}:", makefile, flags=re.MULTILINE), f"make {target} is missing"
+
+
+# --- Binder (repo2docker) builds from environment.yml at the root ---------------------------------------------
+
+CONDA_OPERATORS = {"==", "!=", ">=", "<=", ">", "<"}  # operators that conda and pip read the same way
+
+
+def test_binder_reads_the_root_environment_yml():
+    # repo2docker looks only inside binder/ or .binder/ when one exists, and would miss environment.yml.
+    for folder in ("binder", ".binder"):
+        assert not (ROOT / folder).exists() or (ROOT / folder / "environment.yml").exists(), (
+            f"{folder}/ hides the root environment.yml from repo2docker")
+
+
+def test_environment_takes_conda_packages_from_conda_forge_only():
+    assert ENVIRONMENT["channels"] == ["conda-forge"]
+    assert "pytorch-cpu" in conda_dependencies(), "the CPU build keeps the Binder image small"
+
+
+def test_environment_installs_the_checkout_itself():
+    # A local path in the pip section makes repo2docker copy the repository before it installs the environment.
+    (line,) = pip_lines()
+    assert re.fullmatch(r"-e \.(\[[a-z,]+\])?", line)
+
+
+def test_environment_and_pyproject_list_the_same_packages_with_the_same_pins():
+    installed = dict(requirements("dev"))  # what `pip install -e .[dev]` asks for
+    for conda_name, spec in conda_dependencies().items():
+        if conda_name in ("python", "pip"):
+            continue
+        name = canonicalize_name(CONDA_TO_PYPI.get(conda_name, conda_name))
+        operators = {specifier.operator for specifier in SpecifierSet(spec)}
+        assert operators <= CONDA_OPERATORS, f"{conda_name}{spec}: conda and pip read it differently"
+        assert SpecifierSet(spec) == installed.pop(name).specifier, f"{conda_name}{spec} != pyproject's pin"
+    # Every other requirement comes from pip through `-e .[dev]`, with exactly the pins of pyproject.toml.
+    assert "torch" not in installed and pip_lines() == ["-e .[dev]"]
+
+
+def test_environment_torch_range_holds_the_pinned_torch():
+    pinned = next(Requirement(line.split("#")[0]) for line in (ROOT / "constraints.txt").read_text().splitlines()
+                  if line.startswith("torch"))
+    (exact,) = pinned.specifier
+    assert Version(exact.version) in SpecifierSet(conda_dependencies()["pytorch-cpu"])
+
+
+def test_browser_extra_brings_playwright_and_stays_out_of_the_environment():
+    optional = PYPROJECT["optional-dependencies"]
+    assert "browser" in optional, "pyproject.toml needs `browser = [\"playwright>=...\"]` for make test-browser"
+    assert {canonicalize_name(Requirement(r).name) for r in optional["browser"]} == {"playwright"}
+    assert "playwright" not in requirements("dev"), "Binder and `make setup` need no browser driver"
+
+
+def test_ci_runs_the_browser_test_after_the_others():
+    script = (ROOT / ".ci" / "run").read_text()
+    assert script.index("make test\n") < script.index("make test-browser")
+    assert "install -y" in script and "DEBIAN_FRONTEND=noninteractive" in script  # no question to answer

@@ -86,13 +86,16 @@ def cell_lines(cell: nbformat.NotebookNode) -> int:
     return lines
 
 
+INSTALL_TAG = "colab-install"  # the tag of tools/colab.py's install cell
+
+
 def slide_types(nb: nbformat.NotebookNode) -> list[str]:
     """The slide type of each cell, from the chapter's structure; the same notebook always gets the same list.
 
     - the title cell (the first cell) and each ``## `` section heading start a new slide;
     - a ``### `` sub-heading starts a subslide (below its section in reveal.js's 2-D navigation);
-    - the first code cell (the imports) is skipped when it is longer than ``SETUP_MAX_LINES`` lines,
-      and an empty cell is always skipped;
+    - the first code cell (the imports) is skipped when it is longer than ``SETUP_MAX_LINES`` lines;
+      an empty cell and the Colab install cell (tagged ``colab-install``, see tools/colab.py) are always skipped;
     - a cell that would overflow the current (sub)slide (about ``SLIDE_LINES`` lines) starts a subslide;
     - a code cell right after a markdown cell that ends with a question is a fragment: the lecturer asks,
       the class predicts, the next key press shows the answer;
@@ -103,6 +106,9 @@ def slide_types(nb: nbformat.NotebookNode) -> list[str]:
     seen_code = False
     previous = None  # the previous cell that is shown
     for index, cell in enumerate(nb.cells):
+        if INSTALL_TAG in cell.metadata.get("tags", []):  # only Colab needs it, and it prints nothing
+            types.append("skip")
+            continue
         lines = cell_lines(cell)
         first = _first_line(cell)
         is_setup = cell.cell_type == "code" and not seen_code

@@ -1,0 +1,250 @@
+"""What a reader does in JupyterLab, as Playwright steps, and how the test reads what the page shows.
+
+Every wait is on a condition of the page (a prompt number, a widget readout, a count of panels),
+never a fixed sleep.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import numpy as np
+from PIL import Image
+from playwright.sync_api import Browser, Locator, Page, expect
+
+ACTION_TIMEOUT_MS = 60_000  # one click, key press or expectation: a hang fails in a minute, not an hour
+KERNEL_READY_TIMEOUT_MS = 120_000  # a cold kernel that imports torch on 2 busy cores
+RUN_ALL_TIMEOUT_MS = 300_000  # a chapter runs in under 60 s alone; the browser and the server share the cores
+STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+STDOUT = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stdout"]'
+SHAPE = re.compile(r"\((\d+(?:,\s*\d+)*),?\)")
+
+expect.set_options(timeout=ACTION_TIMEOUT_MS)  # Playwright's default of 5 s is too short for a busy 2-core machine
+
+
+@dataclass(frozen=True)
+class LabServer:
+    """A running JupyterLab server."""
+
+    url: str  # http://127.0.0.1:PORT/ (no token)
+    token: str
+    root: Path  # the folder it serves
+    pid: int
+
+    def lab_url(self, notebook: str) -> str:
+        """The address that opens ``notebook`` in JupyterLab, signed in with the token."""
+        return f"{self.url}lab/tree/{notebook}?reset&token={self.token}"
+
+
+def http_status(url: str) -> int:
+    """HTTP status of a GET without following redirects (a redirect to the login page stays a 302)."""
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    try:
+        with urllib.request.build_opener(NoRedirect).open(url, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def new_page(browser: Browser) -> Page:
+    """A page tall enough to show the whole explorer in one screenshot."""
+    page = browser.new_page(viewport={"width": 1400, "height": 2000})
+    page.set_default_timeout(ACTION_TIMEOUT_MS)
+    return page
+
+
+# --- JupyterLab -----------------------------------------------------------------------------------------------
+
+def open_notebook(page: Page, lab_url: str) -> Locator:
+    """Open a notebook and wait until its kernel is idle; returns the notebook panel."""
+    page.goto(lab_url)
+    # The server exposes the app (--LabApp.expose_app_in_browser) only so the test knows when JupyterLab has
+    # finished starting: before that, its keyboard shortcuts are not all bound yet.
+    page.wait_for_function("() => window.jupyterapp !== undefined")
+    page.evaluate("() => window.jupyterapp.restored.then(() => true)")
+    panel = page.locator(".jp-NotebookPanel")
+    expect(panel).to_be_visible()
+    expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute(
+        "data-status", "idle", timeout=KERNEL_READY_TIMEOUT_MS)
+    return panel
+
+
+def exactly(text: str) -> re.Pattern:
+    return re.compile(rf"^{re.escape(text)}$")
+
+
+def menu_command(page: Page, menu: str, command: str) -> None:
+    """Click a menu of JupyterLab's menu bar, then one of its commands, as a reader does."""
+    page.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text=exactly(menu)).click()
+    page.locator(".lm-Menu .lm-Menu-itemLabel", has_text=exactly(command)).click()
+    expect(page.locator(".lm-Menu")).to_have_count(0)  # the menu closed: the command ran
+
+
+def run_all_cells(page: Page, panel: Locator, notebook: Path) -> None:
+    """Clear the stored outputs, Run > Run All Cells, and wait until every code cell has run, in order."""
+    code_cells = sum(cell.cell_type == "code" for cell in nbformat.read(notebook, as_version=4).cells)
+    prompts = panel.locator(".jp-CodeCell .jp-InputArea-prompt")
+    expect(prompts).to_have_count(code_cells)  # every cell is in the page: no virtual scrolling
+    panel.locator(".jp-Cell").first.click()  # the notebook has the focus, so its commands are enabled
+    # The file stores outputs and prompt numbers of its own: clear them, so what the test reads next comes
+    # from this kernel.
+    menu_command(page, "Edit", "Clear Outputs of All Cells")
+    expect(panel.locator(".jp-OutputArea-output")).to_have_count(0)
+    menu_command(page, "Run", "Run All Cells")
+    page.wait_for_function(
+        """(panel) => {
+            const prompts = [...panel.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
+                .map((prompt) => prompt.textContent.trim());
+            return prompts.every((text, i) => text === `[${i + 1}]:`);
+        }""",
+        arg=panel.element_handle(), timeout=RUN_ALL_TIMEOUT_MS, polling=500)
+    expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute("data-status", "idle")
+
+
+def error_texts(panel: Locator) -> list[str]:
+    """Tracebacks and warnings shown in the notebook (both are rendered as stderr)."""
+    return panel.locator(STDERR).all_inner_texts()
+
+
+def stdout_by_cell(panel: Locator) -> list[str]:
+    """For each cell of the notebook, in order, the printed text the reader sees under it."""
+    return panel.evaluate(
+        f"""(panel) => [...panel.querySelectorAll('.jp-Cell')].map((cell) =>
+            [...cell.querySelectorAll('{STDOUT}')].map((output) => output.textContent).join(''))""")
+
+
+def stored_stdout_by_cell(notebook: Path) -> list[str]:
+    """The same, from the outputs stored in the .ipynb file."""
+    return ["".join(output.text for output in getattr(cell, "outputs", []) if output.get("name") == "stdout")
+            for cell in nbformat.read(notebook, as_version=4).cells]
+
+
+def broken_images(panel: Locator) -> int:
+    """How many output images failed to load (a PNG that is not there, or not a PNG)."""
+    return panel.evaluate(
+        """(panel) => [...panel.querySelectorAll('.jp-OutputArea-output img')]
+            .filter((img) => !img.complete || img.naturalWidth === 0).length""")
+
+
+@contextmanager
+def screenshot_on_failure(page: Page, path: Path) -> Iterator[Page]:
+    """Keep a picture of the page as it was when a step failed."""
+    try:
+        yield page
+    except BaseException:
+        with suppress(Exception):
+            page.screenshot(path=path)
+        raise
+
+
+@contextmanager
+def reader_page(browser: Browser, failure_screenshot: Path) -> Iterator[Page]:
+    """A fresh browser tab, closed afterwards; a screenshot is kept when a step fails."""
+    page = new_page(browser)
+    try:
+        with screenshot_on_failure(page, failure_screenshot):
+            yield page
+    finally:
+        page.close()
+
+
+def screenshot(target: Page | Locator, path: Path) -> None:
+    if isinstance(target, Page):
+        target.screenshot(path=path)
+    else:
+        target.scroll_into_view_if_needed()
+        target.screenshot(path=path)
+
+
+# --- the explorer of chapter 05 (the DOM it promises is listed in test_jupyterlab.py) -----------------------------
+
+def control(explorer: Locator, name: str) -> Locator:
+    return explorer.locator(f".mha-control-{name}")
+
+
+def readout(explorer: Locator, name: str) -> str:
+    """The value a slider shows next to it."""
+    return control(explorer, name).locator(".widget-readout").inner_text().strip()
+
+
+def slider_values(explorer: Locator) -> dict[str, int]:
+    names = ("num_hiddens", "num_heads", "batch_size", "num_queries", "num_kvpairs", "valid_len")
+    return {name: int(readout(explorer, name)) for name in names}
+
+
+def press_on_slider(page: Page, explorer: Locator, name: str, key: str) -> str:
+    """Focus the slider's handle like a keyboard user, press ``key``, wait for the readout to change."""
+    before = readout(explorer, name)
+    handle = control(explorer, name).locator(".noUi-handle")
+    handle.focus()
+    expect(handle).to_be_focused()
+    page.keyboard.press(key)
+    expect(control(explorer, name).locator(".widget-readout")).not_to_have_text(before)
+    return readout(explorer, name)
+
+
+def slider_at_end(explorer: Locator, name: str) -> bool:
+    handle = control(explorer, name).locator(".noUi-handle")
+    return float(handle.get_attribute("aria-valuenow")) >= float(handle.get_attribute("aria-valuemax"))
+
+
+def trace_shapes(explorer: Locator) -> list[tuple[int, ...]]:
+    """The shape column of the trace table, one tuple per step."""
+    rows = explorer.locator(".mha-trace tbody tr")
+    found = []
+    for text in rows.evaluate_all("(rows) => rows.map((row) => row.cells[row.cells.length - 1].textContent)"):
+        match = SHAPE.search(text)
+        assert match, f"the shape column of the trace shows {text!r}, not a tuple of numbers"
+        found.append(tuple(int(number) for number in match.group(1).split(",")))
+    return found
+
+
+def heatmap_panels(explorer: Locator) -> list[dict]:
+    """Each head's panel in the heatmap SVG: its id, the image's data URL and its SVG transform."""
+    return explorer.locator(".mha-heatmaps svg").evaluate(
+        """(svg) => [...svg.querySelectorAll('g[id^="head-"]')].map((group) => {
+            const images = group.querySelectorAll('image');
+            const image = images[0];
+            return {
+                id: group.id,
+                images: images.length,
+                href: image ? (image.getAttribute('href')
+                               || image.getAttributeNS('http://www.w3.org/1999/xlink', 'href')) : null,
+                transform: image ? (image.getAttribute('transform') || '') : '',
+            };
+        })""")
+
+
+def panel_cells(panel: dict, num_queries: int, num_kvpairs: int) -> np.ndarray:
+    """The RGBA colour at the centre of each query-key cell of one head's heatmap, shape (queries, keys, 4).
+
+    matplotlib stores the PNG bottom row first and flips it back with ``transform="scale(1 -1) ..."``;
+    the flips in the transform are undone here so row 0 is query 0 as the reader sees it.
+    """
+    prefix = "data:image/png;base64,"
+    assert panel["href"] and panel["href"].startswith(prefix), f"{panel['id']} has no inline PNG image"
+    pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(panel["href"][len(prefix):]))).convert("RGBA"))
+    scale = re.search(r"scale\(\s*([-\d.e]+)[\s,]+([-\d.e]+)\s*\)", panel["transform"])
+    if scale and float(scale.group(2)) < 0:
+        pixels = pixels[::-1]
+    if scale and float(scale.group(1)) < 0:
+        pixels = pixels[:, ::-1]
+    height, width = pixels.shape[:2]
+    assert height >= num_queries and width >= num_kvpairs, (
+        f"{panel['id']}'s image is {height}x{width} pixels for {num_queries} queries x {num_kvpairs} keys")
+    rows = ((np.arange(num_queries) + 0.5) * height / num_queries).astype(int)
+    columns = ((np.arange(num_kvpairs) + 0.5) * width / num_kvpairs).astype(int)
+    return pixels[rows][:, columns]

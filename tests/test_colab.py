@@ -1,0 +1,113 @@
+"""tools/colab.py: the first cell that installs mha_lib on Colab, and the README badges."""
+
+import copy
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("colab", ROOT / "tools" / "colab.py")
+colab = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(colab)
+
+
+def executed_notebook() -> nbformat.NotebookNode:
+    """A small chapter as `make outputs` leaves it: title, two executed code cells, one with a result."""
+    first = nbformat.v4.new_code_cell("import mha_lib\nprint('hi')", execution_count=1,
+                                      outputs=[nbformat.v4.new_output("stream", name="stdout", text="hi\n")])
+    second = nbformat.v4.new_code_cell("1 + 1", execution_count=2,
+                                       outputs=[nbformat.v4.new_output("execute_result", {"text/plain": "2"},
+                                                                       execution_count=2)])
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 09 · A chapter\n\ntext"), first,
+                                           nbformat.v4.new_markdown_cell("## 1. more"), second])
+
+
+def test_the_cell_goes_before_the_first_code_cell_and_counts_move_up():
+    notebook = executed_notebook()
+    assert colab.add_install_cell(notebook)
+    nbformat.validate(notebook)
+    assert [cell.cell_type for cell in notebook.cells] == ["markdown", "code", "code", "markdown", "code"]
+    cell = notebook.cells[1]
+    assert cell.source == colab.INSTALL_CELL and cell.metadata.tags == [colab.TAG] and cell.outputs == []
+    assert [cell.execution_count for cell in notebook.cells if cell.cell_type == "code"] == [1, 2, 3]
+    assert notebook.cells[4].outputs[0].execution_count == 3
+    assert colab.is_current(notebook)
+
+
+def test_running_it_twice_changes_nothing():
+    notebook = executed_notebook()
+    colab.add_install_cell(notebook)
+    once = copy.deepcopy(notebook)
+    assert not colab.add_install_cell(notebook)
+    assert notebook == once
+
+
+def test_an_old_install_cell_is_replaced_not_duplicated():
+    notebook = executed_notebook()
+    colab.add_install_cell(notebook)
+    notebook.cells[1].source = "# an older install cell"
+    assert not colab.is_current(notebook)
+    assert colab.add_install_cell(notebook)
+    assert sum(colab.is_install_cell(cell) for cell in notebook.cells) == 1
+    assert notebook.cells[1].source == colab.INSTALL_CELL
+    assert [cell.execution_count for cell in notebook.cells if cell.cell_type == "code"] == [1, 2, 3]
+
+
+def test_an_unexecuted_notebook_stays_unexecuted():
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 09 · A"),
+                                               nbformat.v4.new_code_cell("import mha_lib")])
+    colab.add_install_cell(notebook)
+    assert [cell.execution_count for cell in notebook.cells if cell.cell_type == "code"] == [None, None]
+
+
+def test_the_cell_is_silent_where_mha_lib_is_installed(capfd):
+    exec(compile(colab.INSTALL_CELL, "install-cell", "exec"), {})
+    assert capfd.readouterr() == ("", "")
+
+
+def test_the_cell_pip_installs_the_repository_where_mha_lib_is_missing(monkeypatch):
+    calls = []
+    monkeypatch.setitem(sys.modules, "mha_lib", None)  # `import mha_lib` now raises ModuleNotFoundError
+    monkeypatch.setattr(subprocess, "run", lambda command, check: calls.append((command, check)))
+    exec(compile(colab.INSTALL_CELL, "install-cell", "exec"), {})
+    assert calls == [([sys.executable, "-m", "pip", "install", "--quiet",
+                       f"mha-notebooks @ git+{colab.REPOSITORY_URL}"], True)]
+
+
+def test_the_repository_url_is_a_github_repository():
+    assert colab.REPOSITORY_URL == "https://github.com/mha-notebooks/mha-notebooks"
+    assert colab.colab_url(Path("03_splitting_heads.ipynb")) == (
+        "https://colab.research.google.com/github/mha-notebooks/mha-notebooks/blob/main/notebooks/03_splitting_heads.ipynb")
+    assert colab.binder_url(Path("00_start_here.ipynb")) == (
+        "https://mybinder.org/v2/gh/mha-notebooks/mha-notebooks/HEAD?urlpath=lab/tree/notebooks/00_start_here.ipynb")
+
+
+def test_badges_give_binder_and_one_colab_badge_per_chapter():
+    paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    text = colab.badges(paths)
+    assert text.count("mybinder.org/badge_logo.svg") == 1
+    assert text.count("colab-badge.svg") == len(paths)
+    for path in paths:
+        assert f"/notebooks/{path.name})" in text
+    assert "| 00 · Start here |" in text
+
+
+def test_check_reports_a_notebook_without_the_cell(tmp_path, capsys):
+    path = tmp_path / "09_a_chapter.ipynb"
+    nbformat.write(executed_notebook(), path)
+    assert colab.main(["--check", str(path)]) == 1
+    assert "09_a_chapter.ipynb" in capsys.readouterr().out
+    assert colab.main([str(path)]) == 0
+    assert colab.main(["--check", str(path)]) == 0
+    nbformat.validate(nbformat.read(path, as_version=4))
+
+
+@pytest.mark.skipif(not any(colab.is_install_cell(cell) for cell in
+                            nbformat.read(ROOT / "notebooks" / "00_start_here.ipynb", as_version=4).cells),
+                    reason="the install cells have not been added yet (python tools/colab.py)")
+def test_every_chapter_starts_with_the_current_install_cell():
+    assert colab.main(["--check"]) == 0, "run `python tools/colab.py`, then commit the notebooks"

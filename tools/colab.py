@@ -1,0 +1,134 @@
+"""Give every chapter a first code cell that installs mha_lib where it is missing, as on Google Colab.
+
+Usage: python tools/colab.py [NOTEBOOK ...]   add or update the cell (default: every notebooks/*.ipynb)
+       python tools/colab.py --check          exit 1 if a notebook lacks the current cell (changes nothing)
+       python tools/colab.py --badges         print the README badges: Binder, and Colab for each chapter
+
+Where ``import mha_lib`` works (``make lab``, Binder, CI) the cell does nothing and prints nothing, so the
+stored outputs and nbval are unaffected. On Colab it pip-installs the collection from its repository.
+The cell is found again by its tag, so running the tool twice changes nothing, and a changed cell text
+replaces the old one. When the cell is added to an executed notebook, it gets execution count 1 and the
+later counts move up by one, so the notebook still reads as run top to bottom in a fresh kernel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+# The public repository. A placeholder until it exists: change it here only.
+REPOSITORY_URL = "https://github.com/mha-notebooks/mha-notebooks"
+BRANCH = "main"
+TAG = "colab-install"
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+INSTALL_CELL = f"""\
+# On Google Colab, mha_lib is not installed yet: this installs it from the collection's repository.
+# Everywhere else (`make lab`, Binder) mha_lib is there already and this cell does nothing.
+try:
+    import mha_lib  # noqa: F401
+except ModuleNotFoundError:
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "mha-notebooks @ git+{REPOSITORY_URL}"],
+                   check=True)"""
+
+
+def is_install_cell(cell: nbformat.NotebookNode) -> bool:
+    return cell.cell_type == "code" and TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def add_install_cell(notebook: nbformat.NotebookNode) -> bool:
+    """Put the current install cell before the first code cell, or refresh it; True if anything changed."""
+    existing = [cell for cell in notebook.cells if is_install_cell(cell)]
+    if existing:
+        cell = existing[0]
+        if cell.source == INSTALL_CELL and not cell.outputs:
+            return False
+        cell.source, cell.outputs = INSTALL_CELL, []
+        return True
+    code = [index for index, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
+    position = code[0] if code else len(notebook.cells)
+    executed = bool(code) and notebook.cells[code[0]].execution_count is not None
+    if executed:
+        for index in code:
+            _shift_execution_count(notebook.cells[index])
+    cell = nbformat.v4.new_code_cell(INSTALL_CELL, execution_count=1 if executed else None,
+                                     metadata={"tags": [TAG]})
+    if notebook.nbformat_minor < 5:  # cell ids came with nbformat 4.5
+        cell.pop("id", None)
+    notebook.cells.insert(position, cell)
+    return True
+
+
+def _shift_execution_count(cell: nbformat.NotebookNode) -> None:
+    if cell.execution_count is not None:
+        cell.execution_count += 1
+    for output in cell.outputs:
+        if output.get("execution_count") is not None:
+            output.execution_count += 1
+
+
+def is_current(notebook: nbformat.NotebookNode) -> bool:
+    """The notebook's first code cell is the current install cell."""
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    return bool(code) and is_install_cell(code[0]) and code[0].source == INSTALL_CELL and not code[0].outputs
+
+
+def colab_url(path: Path) -> str:
+    return f"https://colab.research.google.com/github/{_repository()}/blob/{BRANCH}/notebooks/{path.name}"
+
+
+def binder_url(path: Path) -> str:
+    return f"https://mybinder.org/v2/gh/{_repository()}/HEAD?urlpath=lab/tree/notebooks/{path.name}"
+
+
+def _repository() -> str:
+    return REPOSITORY_URL.removeprefix("https://github.com/")
+
+
+def badges(paths: list[Path]) -> str:
+    """Markdown for the README: a Binder badge, then one Colab badge per chapter with its title."""
+    lines = [f"[![Binder](https://mybinder.org/badge_logo.svg)]({binder_url(paths[0])})", "",
+             "| Chapter | Colab |", "| --- | --- |"]
+    for path in paths:
+        notebook = nbformat.read(path, as_version=4)
+        heading = next(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+        title = re.match(r"#\s*(.+)", heading.splitlines()[0]).group(1).strip()
+        badge = "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+        lines.append(f"| {title} | {badge}({colab_url(path)}) |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="report notebooks without the current cell")
+    mode.add_argument("--badges", action="store_true", help="print the README badges")
+    args = parser.parse_args(argv)
+    paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    if args.badges:
+        print(badges(paths))
+        return 0
+    stale = []
+    for path in paths:
+        notebook = nbformat.read(path, as_version=4)
+        if args.check:
+            if not is_current(notebook):
+                stale.append(path.name)
+        elif add_install_cell(notebook):
+            nbformat.write(notebook, path)
+            print(f"updated {path.name}")
+    if stale:
+        print(f"without the current install cell (run `python tools/colab.py`): {', '.join(stale)}")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
