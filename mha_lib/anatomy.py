@@ -14,7 +14,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_dropout, check_features, check_layer_dtype, check_positive_int, check_qkv
+from ._checks import check_features, check_layer_dtype, check_positive_int, check_qkv
 from .functional import scaled_dot_product_attention, transpose_output, transpose_qkv
 from .masks import attention_mask
 from .modules import MultiHeadAttention
@@ -169,15 +169,16 @@ def score_bytes(batch_size: int, num_heads: int, num_queries: int, num_kvpairs: 
     return batch_size * num_heads * num_queries * num_kvpairs * dtype.itemsize
 
 
-class GeneralMultiHeadAttention(nn.Module):
+class GeneralMultiHeadAttention(MultiHeadAttention):
     """Multi-head attention whose heads have ``qk_size`` query/key features and ``v_size`` value features.
 
     Scores only need queries and keys of one size; the values may have another, and
     ``W_o`` maps the ``num_heads * v_size`` concatenated features to ``num_hiddens``.
-    With ``qk_size = v_size = num_hiddens // num_heads`` this is
-    :class:`~mha_lib.MultiHeadAttention`, with the same parameter names, so
-    ``load_state_dict`` copies weights from one to the other. The weights of the last
-    call stay in ``.attention_weights``, shaped ``(batch_size, num_heads, num_queries, num_kvpairs)``.
+    Only the widths of the four projections differ from :class:`~mha_lib.MultiHeadAttention`:
+    the forward pass is inherited unchanged (masks, ``causal``, ``need_weights``), and
+    ``head_dim`` is ``qk_size``, the size that sets the scale ``1/sqrt(qk_size)``. With
+    ``qk_size = v_size = num_hiddens // num_heads`` it is the standard layer, with the same
+    parameter names and shapes, so ``load_state_dict`` copies weights from one to the other.
 
     Shape:
         - queries: ``(batch_size, num_queries, query_size)``
@@ -199,47 +200,12 @@ class GeneralMultiHeadAttention(nn.Module):
         dropout: float = 0.0,
         bias: bool = False,
     ) -> None:
-        super().__init__()
-        for name, size in (("key_size", key_size), ("query_size", query_size), ("value_size", value_size),
-                           ("num_hiddens", num_hiddens), ("qk_size", qk_size), ("v_size", v_size)):
+        for name, size in (("num_hiddens", num_hiddens), ("num_heads", num_heads), ("qk_size", qk_size),
+                           ("v_size", v_size)):
             check_positive_int(name, size)
-        self.num_heads = check_positive_int("num_heads", num_heads)
-        self.qk_size, self.v_size = qk_size, v_size
-        self.W_q = nn.Linear(query_size, num_heads * qk_size, bias=bias)
-        self.W_k = nn.Linear(key_size, num_heads * qk_size, bias=bias)
+        # The standard layer with num_heads * qk_size hidden features gives W_q and W_k their final shape ...
+        super().__init__(key_size, query_size, value_size, num_heads * qk_size, num_heads, dropout, bias)
+        # ... and the values get heads of v_size features: (value_size -> h*v_size), then (h*v_size -> num_hiddens).
         self.W_v = nn.Linear(value_size, num_heads * v_size, bias=bias)
         self.W_o = nn.Linear(num_heads * v_size, num_hiddens, bias=bias)
-        self.dropout = nn.Dropout(check_dropout(dropout))
-        self.attention_weights: Tensor | None = None
-
-    def forward(
-        self,
-        queries: Tensor,
-        keys: Tensor,
-        values: Tensor,
-        valid_lens: Tensor | None = None,
-        *,
-        causal: bool = False,
-    ) -> Tensor:
-        check_qkv(queries, keys, values, rank=3)
-        check_features("queries", queries, self.W_q.in_features, "query_size")
-        check_features("keys", keys, self.W_k.in_features, "key_size")
-        check_features("values", values, self.W_v.in_features, "value_size")
-        check_layer_dtype("queries", queries, self.W_q.weight)
-        batch_size, num_queries, _ = queries.shape
-        num_kvpairs = keys.shape[1]
-        mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens, causal=causal, device=queries.device)
-
-        # (batch, queries or kvpairs, *_size) -> (batch*heads, queries or kvpairs, qk_size)
-        queries = transpose_qkv(self.W_q(queries), self.num_heads)
-        keys = transpose_qkv(self.W_k(keys), self.num_heads)
-        values = transpose_qkv(self.W_v(values), self.num_heads)  # -> (batch*heads, kvpairs, v_size)
-        if mask is not None and mask.size(0) > 1:
-            # (batch, queries or 1, kvpairs) -> (batch*heads, queries or 1, kvpairs), heads of a sequence side by side
-            mask = mask.repeat_interleave(self.num_heads, dim=0)
-        # Scores are dot products of qk_size features, scaled by 1/sqrt(qk_size); v_size plays no part in them.
-        output, weights = scaled_dot_product_attention(queries, keys, values, mask, self.dropout)
-        # (batch*heads, queries, kvpairs) -> (batch, heads, queries, kvpairs)
-        self.attention_weights = weights.reshape(batch_size, self.num_heads, num_queries, num_kvpairs)
-        # (batch*heads, queries, v_size) -> (batch, queries, heads*v_size) -> (batch, queries, num_hiddens)
-        return self.W_o(transpose_output(output, self.num_heads))
+        self.qk_size, self.v_size = qk_size, v_size

@@ -176,7 +176,7 @@ class MultiHeadAttention(nn.Module):
         # The fused kernels take heads on an axis of their own, the 4-D layout of chapter 03;
         # these are views of the projections, nothing is copied.
         # (batch, seq, num_hiddens) -> (batch, seq, heads, head_dim) -> (batch, heads, seq, head_dim)
-        queries, keys, values = (X.unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)
+        queries, keys, values = (X.unflatten(-1, (self.num_heads, -1)).transpose(1, 2)
                                  for X in (queries, keys, values))
         if mask is not None:
             # (batch, queries or 1, kvpairs) -> (batch, 1, queries or 1, kvpairs): one mask for all heads

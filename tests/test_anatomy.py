@@ -267,3 +267,14 @@ def test_score_bytes_are_exact_and_grow_as_n_squared():
     assert score_bytes(2, 4, 16, 16) == scores.numel() * scores.element_size()
     with pytest.raises(TypeError, match="dtype must be a torch.dtype"):
         score_bytes(1, 1, 1, 1, "float32")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_general_layer_fused_path_equals_the_explicit_one_with_other_value_heads(causal):
+    general = GeneralMultiHeadAttention(6, 4, 5, num_hiddens=10, num_heads=3, qk_size=2, v_size=7).double().eval()
+    queries, keys, values = (X.double() for X in make_inputs(4, 6, 5, 5, 5))
+    valid_lens = torch.tensor([2, 5])
+    explicit = general(queries, keys, values, valid_lens, causal=causal)
+    assert general.head_dim == 2 and general.attention_weights.shape == (2, 3, 5, 5)
+    fused = general(queries, keys, values, valid_lens, causal=causal, need_weights=False)
+    torch.testing.assert_close(fused, explicit, rtol=1e-10, atol=1e-12)
