@@ -101,6 +101,16 @@ def check_bool_mask(name: str, mask: object, target: tuple[int, ...], target_nam
         )
 
 
+def check_heads_divide(num_hiddens: int, num_heads: int) -> None:
+    """Require ``num_heads`` to divide ``num_hiddens``: every head gets ``num_hiddens // num_heads`` features."""
+    if num_hiddens % num_heads:
+        allowed = [k for k in range(1, num_hiddens + 1) if num_hiddens % k == 0]
+        raise ValueError(
+            f"num_heads={num_heads} must divide num_hiddens={num_hiddens} evenly, so that every head gets "
+            f"num_hiddens // num_heads features; the divisors of {num_hiddens} are {allowed}"
+        )
+
+
 def check_split_heads(X: object, num_heads: object) -> None:
     """Require ``X`` of shape (batch_size, seq_len, num_hiddens) with num_heads dividing num_hiddens."""
     check_tensor("X", X, 3, "(batch_size, seq_len, num_hiddens)", floating=False)

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_features, check_layer_dtype, check_positive_int, check_qkv
+from ._checks import check_features, check_heads_divide, check_layer_dtype, check_positive_int, check_qkv
 from .functional import scaled_dot_product_attention, transpose_output, transpose_qkv
 from .masks import attention_mask
 from .modules import MultiHeadAttention
@@ -140,8 +140,7 @@ def mha_flops(batch_size: int, num_queries: int, num_kvpairs: int, num_hiddens: 
     for name, value in (("batch_size", batch_size), ("num_queries", num_queries), ("num_kvpairs", num_kvpairs),
                         ("num_hiddens", num_hiddens), ("num_heads", num_heads)):
         check_positive_int(name, value)
-    if num_hiddens % num_heads:
-        raise ValueError(f"num_heads={num_heads} must divide num_hiddens={num_hiddens} evenly")
+    check_heads_divide(num_hiddens, num_heads)
     b, n_q, n_kv, d, head_dim = batch_size, num_queries, num_kvpairs, num_hiddens, num_hiddens // num_heads
     flops = {
         "W_q": 2 * b * n_q * d * d,  # (b*n_q, d) @ (d, d)

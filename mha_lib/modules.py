@@ -10,7 +10,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import check_dropout, check_features, check_layer_dtype, check_positive_int, check_qkv
+from ._checks import (
+    check_dropout,
+    check_features,
+    check_heads_divide,
+    check_layer_dtype,
+    check_positive_int,
+    check_qkv,
+)
 from .functional import masked_softmax, scaled_dot_product_attention, transpose_output, transpose_qkv
 from .masks import attention_mask
 
@@ -110,11 +117,7 @@ class MultiHeadAttention(nn.Module):
                            ("value_size", value_size), ("num_hiddens", num_hiddens)):
             check_positive_int(name, size)
         self.num_heads = check_positive_int("num_heads", num_heads)
-        if num_hiddens % num_heads:
-            raise ValueError(
-                f"num_heads={num_heads} must divide num_hiddens={num_hiddens} evenly, "
-                f"so that every head gets num_hiddens // num_heads features"
-            )
+        check_heads_divide(num_hiddens, num_heads)
         self.head_dim = num_hiddens // num_heads
         self.W_q = nn.Linear(query_size, num_hiddens, bias=bias)
         self.W_k = nn.Linear(key_size, num_hiddens, bias=bias)

@@ -29,7 +29,7 @@ from matplotlib.ticker import FixedLocator
 from PIL import Image
 from torch import Tensor
 
-from ._checks import check_positive_int
+from ._checks import check_heads_divide, check_positive_int
 from .anatomy import TraceRow, count_parameters, mha_flops, score_bytes, trace_multi_head_attention
 from .modules import MultiHeadAttention
 from .scaling import ScoreVariance, SoftmaxSaturation, measure_score_variance, measure_softmax_saturation
@@ -166,7 +166,7 @@ class ExplorerConfig:
     def __post_init__(self) -> None:
         for name in ("num_hiddens", "num_heads", "batch_size", "num_queries", "num_kvpairs"):
             check_positive_int(name, getattr(self, name))
-        _check_divides(self.num_hiddens, self.num_heads)
+        check_heads_divide(self.num_hiddens, self.num_heads)
         valid_len = self.valid_len
         if isinstance(valid_len, bool) or not isinstance(valid_len, int) or not 0 <= valid_len <= self.num_kvpairs:
             raise ValueError(f"valid_len must be an int in [0, num_kvpairs={self.num_kvpairs}], got {valid_len!r}")
@@ -560,12 +560,6 @@ def scaling_explorer(d: int = 64, dims: Sequence[int] = SCALING_DIMS) -> widgets
 
 def _shape(shape: tuple[int, ...]) -> str:
     return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def _check_divides(num_hiddens: int, num_heads: int) -> None:
-    if num_hiddens % num_heads:
-        raise ValueError(f"num_heads={num_heads} must divide num_hiddens={num_hiddens}; "
-                         f"the divisors are {divisors(num_hiddens)}")
 
 
 def _check_type(name: str, value: object, kind: type) -> None:
