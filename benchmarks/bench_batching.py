@@ -1,6 +1,6 @@
 """Time attention in loops against one batched call, and its cost against sequence length, per device.
 
-Runs the two sweeps of chapter 07 (mha_lib.batching) on the CPU and on the GPU you name, in float32,
+Runs the two sweeps of chapter 07 (mha_lib.chapters.batching) on the CPU and on the GPU you name, in float32,
 inference, and writes one JSON result with its provenance (device names, torch version, date, threads,
 shapes, medians) into benchmarks/results/<device>-<date>.json. The notebook plots every file there,
 labelled as recorded.
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from mha_lib.batching import (
+from mha_lib.chapters.batching import (
     BatchSweep,
     LengthSweep,
     make_result,

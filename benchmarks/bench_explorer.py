@@ -1,6 +1,6 @@
 """Time one change of chapter 05's explorer: recompute the layer, the trace, the costs and the SVG heatmaps.
 
-Builds the widget with ``mha_lib.widgets.explorer()`` at its default sizes and sets
+Builds the widget with ``mha_lib.chapters.explorer.explorer()`` at its default sizes and sets
 its controls one at a time, as a reader moving a slider does. Each assignment runs
 the widget's own update (``ExplorerBox.update``, called by the control's observer)
 to its end, so the time of one assignment is exactly the time of one change; no
@@ -18,8 +18,8 @@ import time
 
 import torch
 
-from mha_lib.tables import format_table
-from mha_lib.widgets import ExplorerConfig, explorer
+from mha_lib.chapters.explorer import ExplorerConfig, explorer
+from mha_lib.chapters.tables import format_table
 
 # Each change and its way back, so the sizes stay at (or next to) the defaults.
 CHANGES = [("num_heads", 8), ("num_heads", 4), ("causal", True), ("causal", False), ("valid_len", 8),

@@ -4,9 +4,9 @@ The names follow the d2l book (``d2l.torch``), so code written for it runs with
 ``from mha_lib import ...`` in place of ``from d2l import torch as d2l``.
 """
 
-from .functional import masked_softmax, scaled_dot_product_attention, transpose_output, transpose_qkv
+from .functional import dot_product_attention, masked_softmax, transpose_output, transpose_qkv
 from .masks import attention_mask, causal_mask, sequence_mask
-from .modules import AdditiveAttention, DotProductAttention, MultiHeadAttention
+from .modules import AdditiveAttention, DotProductAttention, GeneralMultiHeadAttention, MultiHeadAttention
 from .plotting import show_heatmaps
 from .utils import cpu_threads, pick_device, set_seed, to_torch_mha
 
@@ -15,13 +15,14 @@ __version__ = "0.1.0"
 __all__ = [
     "AdditiveAttention",
     "DotProductAttention",
+    "GeneralMultiHeadAttention",
     "MultiHeadAttention",
     "attention_mask",
     "causal_mask",
     "cpu_threads",
     "masked_softmax",
     "pick_device",
-    "scaled_dot_product_attention",
+    "dot_product_attention",
     "sequence_mask",
     "set_seed",
     "show_heatmaps",

@@ -14,16 +14,15 @@ Dimension names (those of the d2l book):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._checks import check_bool_mask, check_merge_heads, check_qkv, check_split_heads, check_tensor
+from ._validation import require_bool_mask, require_merge_input, require_qkv, require_split_input, require_tensor
 from .masks import attention_mask
 
-__all__ = ["masked_softmax", "scaled_dot_product_attention", "transpose_output", "transpose_qkv"]
+__all__ = ["masked_softmax", "dot_product_attention", "transpose_output", "transpose_qkv"]
 
 
 def masked_softmax(X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
@@ -38,26 +37,27 @@ def masked_softmax(X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
         - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
         - output: same as ``X``
     """
-    check_tensor("X", X, 3, "(batch_size, num_queries, num_kvpairs)")
+    require_tensor("X", X, 3, "(batch_size, num_queries, num_kvpairs)")
     batch_size, num_queries, num_kvpairs = X.shape
     mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens, device=X.device)
     return _softmax_where(X, mask)
 
 
-def scaled_dot_product_attention(
+def dot_product_attention(
     queries: Tensor,
     keys: Tensor,
     values: Tensor,
     mask: Tensor | None = None,
-    dropout: Callable[[Tensor], Tensor] | None = None,
+    dropout_p: float = 0.0,
 ) -> tuple[Tensor, Tensor]:
-    """Compute ``softmax(queries @ keys^T / sqrt(d)) @ values``; return output and weights.
+    """Compute ``softmax(queries @ keys^T / sqrt(d)) @ values``; return the output and the weights.
 
     ``mask`` is boolean with True = may attend, as in
     ``torch.nn.functional.scaled_dot_product_attention``. A query that may
-    attend to no key gets all-zero weights and a zero output. ``dropout`` (e.g.
-    an ``nn.Dropout``) acts on the weights that multiply the values; the
-    returned weights are those before dropout.
+    attend to no key gets all-zero weights and a zero output. With
+    ``dropout_p > 0`` each weight is dropped with that probability before it
+    multiplies the values (pass 0 in evaluation); the returned weights are
+    those before dropout.
 
     Shape:
         - queries: ``(..., num_queries, d)``
@@ -67,7 +67,7 @@ def scaled_dot_product_attention(
         - output: ``(..., num_queries, value_dim)``
         - weights: ``(..., num_queries, num_kvpairs)``
     """
-    check_qkv(queries, keys, values)
+    require_qkv(queries, keys, values)
     if queries.shape[-1] != keys.shape[-1]:
         raise ValueError(
             "queries and keys must have the same number of features d to take dot products, "
@@ -78,9 +78,9 @@ def scaled_dot_product_attention(
     # (..., queries, d) @ (..., d, kvpairs) -> (..., queries, kvpairs)
     scores = (queries / math.sqrt(d)) @ keys.transpose(-2, -1)
     if mask is not None:
-        check_bool_mask("mask", mask, scores.shape, "the scores' shape (..., num_queries, num_kvpairs)")
+        require_bool_mask("mask", mask, scores.shape, "the scores' shape (..., num_queries, num_kvpairs)")
     weights = _softmax_where(scores, mask)
-    attended = dropout(weights) if dropout is not None else weights
+    attended = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     # (..., queries, kvpairs) @ (..., kvpairs, value_dim) -> (..., queries, value_dim)
     return attended @ values, weights
 
@@ -96,7 +96,7 @@ def transpose_qkv(X: Tensor, num_heads: int) -> Tensor:
         - X: ``(batch_size, seq_len, num_hiddens)``
         - output: ``(batch_size * num_heads, seq_len, num_hiddens // num_heads)``
     """
-    check_split_heads(X, num_heads)
+    require_split_input(X, num_heads)
     batch_size, seq_len, num_hiddens = X.shape
     X = X.reshape(batch_size, seq_len, num_heads, num_hiddens // num_heads)  # (b, n, h*d) -> (b, n, h, d)
     X = X.permute(0, 2, 1, 3)  # (b, n, h, d) -> (b, h, n, d)
@@ -112,7 +112,7 @@ def transpose_output(X: Tensor, num_heads: int) -> Tensor:
         - X: ``(batch_size * num_heads, seq_len, head_dim)``
         - output: ``(batch_size, seq_len, num_heads * head_dim)``
     """
-    check_merge_heads(X, num_heads)
+    require_merge_input(X, num_heads)
     folded, seq_len, head_dim = X.shape
     X = X.reshape(folded // num_heads, num_heads, seq_len, head_dim)  # (b*h, n, d) -> (b, h, n, d)
     X = X.permute(0, 2, 1, 3)  # (b, h, n, d) -> (b, n, h, d)

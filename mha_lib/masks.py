@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._checks import check_bool_mask, check_positive_int
+from ._validation import require_bool_mask, require_positive_int
 
 __all__ = ["attention_mask", "causal_mask", "sequence_mask"]
 
@@ -26,7 +26,7 @@ def sequence_mask(valid_lens: Tensor, num_kvpairs: int) -> Tensor:
         - valid_lens: any shape ``S``, integer values in ``[0, num_kvpairs]``
         - output: ``S + (num_kvpairs,)``, boolean
     """
-    check_positive_int("num_kvpairs", num_kvpairs)
+    require_positive_int("num_kvpairs", num_kvpairs)
     _check_valid_lens_values(valid_lens, num_kvpairs)
     positions = torch.arange(num_kvpairs, device=valid_lens.device)  # (num_kvpairs,)
     return positions < valid_lens.unsqueeze(-1)  # S -> S + (num_kvpairs,)
@@ -45,8 +45,8 @@ def causal_mask(
     """
     if num_kvpairs is None:
         num_kvpairs = num_queries
-    check_positive_int("num_queries", num_queries)
-    check_positive_int("num_kvpairs", num_kvpairs)
+    require_positive_int("num_queries", num_queries)
+    require_positive_int("num_kvpairs", num_kvpairs)
     return torch.ones(num_queries, num_kvpairs, dtype=torch.bool, device=device).tril()
 
 
@@ -83,7 +83,7 @@ def attention_mask(
         masks.append(causal_mask(num_queries, num_kvpairs, device=device))  # (queries, kvpairs)
     if attn_mask is not None:
         target = (batch_size, num_queries, num_kvpairs)
-        check_bool_mask("attn_mask", attn_mask, target, "(batch_size, num_queries, num_kvpairs)")
+        require_bool_mask("attn_mask", attn_mask, target, "(batch_size, num_queries, num_kvpairs)")
         masks.append(attn_mask.to(device))
     if not masks:
         return None

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._checks import check_positive_int
+from ._validation import require_positive_int
 from .modules import MultiHeadAttention
 
 __all__ = ["cpu_threads", "pick_device", "set_seed", "to_torch_mha"]
@@ -34,7 +34,7 @@ def cpu_threads(num_threads: int | None) -> Iterator[None]:
     busy machine it waits for a free core too.
     """
     if num_threads is not None:
-        check_positive_int("num_threads", num_threads)
+        require_positive_int("num_threads", num_threads)
     before = torch.get_num_threads()
     if num_threads is not None:
         torch.set_num_threads(num_threads)
@@ -60,11 +60,13 @@ def to_torch_mha(mha: MultiHeadAttention) -> nn.MultiheadAttention:
     """
     if not isinstance(mha, MultiHeadAttention):
         raise TypeError(f"mha must be an mha_lib.MultiHeadAttention, got {type(mha).__name__}")
-    num_hiddens = mha.W_o.in_features
-    if mha.W_q.in_features != num_hiddens:
+    num_hiddens = mha.W_o.out_features
+    sizes = {"query_size": mha.W_q.in_features, "num_heads * head_dim": mha.W_q.out_features,
+             "num_heads * v_head_dim": mha.W_v.out_features}
+    if any(size != num_hiddens for size in sizes.values()):
         raise ValueError(
-            "nn.MultiheadAttention needs query_size == num_hiddens, "
-            f"got query_size={mha.W_q.in_features} and num_hiddens={num_hiddens}"
+            f"nn.MultiheadAttention needs query_size, num_heads * head_dim and num_heads * v_head_dim all equal "
+            f"to num_hiddens={num_hiddens}, got " + ", ".join(f"{name}={size}" for name, size in sizes.items())
         )
     bias = mha.W_q.bias is not None
     reference = nn.MultiheadAttention(

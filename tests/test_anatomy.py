@@ -5,9 +5,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from mha_lib import MultiHeadAttention, causal_mask, sequence_mask
-from mha_lib.anatomy import (
-    GeneralMultiHeadAttention,
+from mha_lib import GeneralMultiHeadAttention, MultiHeadAttention, causal_mask, sequence_mask
+from mha_lib.chapters.anatomy import (
     TraceRow,
     count_parameters,
     format_trace,

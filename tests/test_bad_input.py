@@ -24,8 +24,8 @@ from mha_lib import (
     DotProductAttention,
     MultiHeadAttention,
     causal_mask,
+    dot_product_attention,
     masked_softmax,
-    scaled_dot_product_attention,
     sequence_mask,
     to_torch_mha,
     transpose_output,
@@ -41,7 +41,7 @@ LAYERS = {
     "AdditiveAttention": lambda: AdditiveAttention(KEY_SIZE, QUERY_SIZE, NUM_HIDDENS),
     "DotProductAttention": DotProductAttention,
 }
-WITH_SDPA = [*LAYERS, "scaled_dot_product_attention"]
+WITH_SDPA = [*LAYERS, "dot_product_attention"]
 QKV = ["queries", "keys", "values"]
 
 
@@ -65,9 +65,9 @@ def layer_and_inputs(name: str) -> tuple[nn.Module, dict[str, torch.Tensor]]:
 
 
 def callable_and_inputs(name: str) -> tuple[Callable[..., object], dict[str, torch.Tensor]]:
-    """A layer of LAYERS, or the function scaled_dot_product_attention, with valid inputs for it."""
-    if name == "scaled_dot_product_attention":
-        return scaled_dot_product_attention, make_inputs(key_size=QUERY_SIZE)
+    """A layer of LAYERS, or the function dot_product_attention, with valid inputs for it."""
+    if name == "dot_product_attention":
+        return dot_product_attention, make_inputs(key_size=QUERY_SIZE)
     return layer_and_inputs(name)
 
 
@@ -196,7 +196,7 @@ def test_dot_product_needs_queries_and_keys_of_one_size():
     inputs = make_inputs(key_size=QUERY_SIZE + 1)
     with pytest.raises(ValueError, match=msg("queries and keys", "same number of features",
                                              tuple(inputs["queries"].shape), tuple(inputs["keys"].shape))):
-        scaled_dot_product_attention(**inputs)
+        dot_product_attention(**inputs)
 
 
 @pytest.mark.parametrize("name", WITH_SDPA)
@@ -340,14 +340,14 @@ BAD_MASK_DTYPES = [
 def test_scaled_dot_product_attention_rejects_mask_that_does_not_broadcast(shape):
     inputs = make_inputs(key_size=QUERY_SIZE)
     with pytest.raises(ValueError, match=msg("mask", "broadcast", SCORES_SHAPE, f"got shape {shape}")):
-        scaled_dot_product_attention(**inputs, mask=torch.ones(shape, dtype=torch.bool))
+        dot_product_attention(**inputs, mask=torch.ones(shape, dtype=torch.bool))
 
 
 @pytest.mark.parametrize("dtype", BAD_MASK_DTYPES)
 def test_scaled_dot_product_attention_rejects_non_bool_mask(dtype):
     inputs = make_inputs(key_size=QUERY_SIZE)
     with pytest.raises(TypeError, match=msg("mask", "boolean", f"got {dtype}")):
-        scaled_dot_product_attention(**inputs, mask=torch.ones(SCORES_SHAPE, dtype=dtype))
+        dot_product_attention(**inputs, mask=torch.ones(SCORES_SHAPE, dtype=dtype))
 
 
 @pytest.mark.parametrize("shape", BAD_MASK_SHAPES)
@@ -424,7 +424,7 @@ def test_sequence_mask_checks_num_kvpairs(num_kvpairs):
 
 def test_to_torch_mha_needs_query_size_equal_to_num_hiddens():
     mha = MultiHeadAttention(**mha_sizes())
-    with pytest.raises(ValueError, match=msg(f"query_size={QUERY_SIZE}", f"num_hiddens={NUM_HIDDENS}")):
+    with pytest.raises(ValueError, match=msg(f"num_hiddens={NUM_HIDDENS}", f"query_size={QUERY_SIZE}")):
         to_torch_mha(mha)
 
 
@@ -447,4 +447,4 @@ def test_to_torch_mha_needs_an_mha_lib_layer():
 def test_scaled_dot_product_attention_needs_at_least_two_axes():
     q = torch.randn(4)
     with pytest.raises(ValueError, match=msg("queries", "at least 2 axes", "got shape (4,)")):
-        scaled_dot_product_attention(q, q, q)
+        dot_product_attention(q, q, q)

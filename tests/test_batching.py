@@ -1,4 +1,5 @@
-"""mha_lib.batching: the three implementations agree, the exact costs, the JSON schema and its reader, figures."""
+"""mha_lib.chapters.batching: the three implementations agree, the exact costs, the JSON schema and its reader,
+figures."""
 
 import copy
 import importlib.util
@@ -12,7 +13,7 @@ import torch.nn.functional as F
 from matplotlib.figure import Figure
 
 from mha_lib import MultiHeadAttention
-from mha_lib.batching import (
+from mha_lib.chapters.batching import (
     IMPLEMENTATIONS,
     SCHEMA,
     BatchSweep,

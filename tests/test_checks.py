@@ -1,6 +1,6 @@
 """The exercise checkers: a correct solution is confirmed, and each typical wrong one gets ITS hint.
 
-The wrong solutions are written the way a reader would write them (not copied from mha_lib.checks),
+The wrong solutions are written the way a reader would write them (not copied from mha_lib.exercises),
 so these tests show that the checkers recognise the mistake, not one particular line of code.
 Each expected hint is identified by a phrase that only that hint contains.
 """
@@ -11,8 +11,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mha_lib import checks, masked_softmax, transpose_output, transpose_qkv
-from mha_lib.checks import CORRECT, NOT_YET
+from mha_lib import masked_softmax, transpose_output, transpose_qkv
+from mha_lib.exercises import _engine, ch01, ch02, ch03, ch04, ch05, ch06, ch07
+from mha_lib.exercises._engine import CORRECT, NOT_YET
 
 
 def run(capsys, checker, solution) -> str:
@@ -70,23 +71,23 @@ def merge_features_first(H):
 
 
 CHAPTER_01 = [
-    (checks.check_strides, ((6, 1), (6, 1)), "it swaps the two strides of A"),
-    (checks.check_strides, [[1, 6], [6, 1]], "the two pairs are swapped"),
-    (checks.check_strides, ((4, 1), (1, 4)), "one step down skips 6, not 4"),
-    (checks.check_strides, (6, 1), "in the form ((..., ...), (..., ...))"),
-    (checks.check_strides, ((6, 1), (1, 5)), "is not the strides"),
-    (checks.check_strides, ..., "replace each ... in your answer"),
-    (checks.check_strides, ((6, 1), ...), "replace each ... in your answer"),
-    (checks.check_permute_position, ((1, 0, 1), (1, 0, 1)), "permute(2, 0, 1) moves old axis 2 to the front"),
-    (checks.check_permute_position, ((0, 1, 1), (1, 0, 1)), "new index = (k, i, j)"),
-    (checks.check_permute_position, ((1, 1, 0), (1, 1, 0)), "keeps the middle one"),
-    (checks.check_split_heads, split_view_only, "Reshape to (b, n, h, d) first, then transpose(1, 2)"),
-    (checks.check_split_heads, split_no_transpose, "the heads axis is still behind the tokens axis"),
-    (checks.check_split_heads, split_swaps_features, "you swapped the heads axis with the features axis"),
-    (checks.check_split_heads, split_hardcoded, "asked for a shape that does not hold the same number"),
-    (checks.check_merge_heads, merge_reshape_only, "a reshape alone reads the heads in memory order"),
-    (checks.check_merge_heads, merge_view_after_transpose, "because the tensor is not contiguous"),
-    (checks.check_merge_heads, merge_features_first, "the features of the heads are interleaved"),
+    (ch01.check_strides, ((6, 1), (6, 1)), "it swaps the two strides of A"),
+    (ch01.check_strides, [[1, 6], [6, 1]], "the two pairs are swapped"),
+    (ch01.check_strides, ((4, 1), (1, 4)), "one step down skips 6, not 4"),
+    (ch01.check_strides, (6, 1), "in the form ((..., ...), (..., ...))"),
+    (ch01.check_strides, ((6, 1), (1, 5)), "is not the strides"),
+    (ch01.check_strides, ..., "replace each ... in your answer"),
+    (ch01.check_strides, ((6, 1), ...), "replace each ... in your answer"),
+    (ch01.check_permute_position, ((1, 0, 1), (1, 0, 1)), "permute(2, 0, 1) moves old axis 2 to the front"),
+    (ch01.check_permute_position, ((0, 1, 1), (1, 0, 1)), "new index = (k, i, j)"),
+    (ch01.check_permute_position, ((1, 1, 0), (1, 1, 0)), "keeps the middle one"),
+    (ch01.check_split_heads, split_view_only, "Reshape to (b, n, h, d) first, then transpose(1, 2)"),
+    (ch01.check_split_heads, split_no_transpose, "the heads axis is still behind the tokens axis"),
+    (ch01.check_split_heads, split_swaps_features, "you swapped the heads axis with the features axis"),
+    (ch01.check_split_heads, split_hardcoded, "asked for a shape that does not hold the same number"),
+    (ch01.check_merge_heads, merge_reshape_only, "a reshape alone reads the heads in memory order"),
+    (ch01.check_merge_heads, merge_view_after_transpose, "because the tensor is not contiguous"),
+    (ch01.check_merge_heads, merge_features_first, "the features of the heads are interleaved"),
 ]
 
 
@@ -172,27 +173,27 @@ def softmax_in_place(X, valid_lens):
 
 
 CHAPTER_02 = [
-    (checks.check_score_variance, (64, 8), "the features have variance 4 here, not 1"),
-    (checks.check_score_variance, (256, 16), "has variance 4 * 4 = 16, not 4"),
-    (checks.check_score_variance, (1024, 1024), "divide by the standard deviation"),
-    (checks.check_score_variance, (1024, 8), "only brings the variance back to 1 when"),
-    (checks.check_causal_counts, (3, 4, 5), "that is the bottom-right alignment"),
-    (checks.check_causal_counts, torch.tensor([0, 1, 2]), "the diagonal is True"),
-    (checks.check_causal_counts, [1, 2, 3, 3, 3], "give 3 numbers"),
-    (checks.check_attention, attention_unscaled, "the scores are not scaled"),
-    (checks.check_attention, attention_divided_by_d, "you divided the scores by d"),
-    (checks.check_attention, attention_softmax_dim1, "the softmax runs over the wrong axis"),
-    (checks.check_attention, attention_keys_not_transposed, "keys.transpose(-2, -1)"),
-    (checks.check_attention, attention_returns_output_only, "returned only the output"),
-    (checks.check_attention, attention_returns_weights_only, "returned only the weights"),
-    (checks.check_attention, attention_no_return, "should return 2 results as a tuple, (..., ...), got a NoneType"),
-    (checks.check_attention, attention_undefined_name, "uses a name that does not exist (NameError"),
-    (checks.check_masked_softmax, softmax_fill_zero, "you filled the hidden scores with 0"),
-    (checks.check_masked_softmax, softmax_minus_1e9, "a row whose valid length is 0 gets the same weight"),
-    (checks.check_masked_softmax, softmax_minus_inf, "its softmax is NaN"),
-    (checks.check_masked_softmax, softmax_off_by_one, "each row keeps one key too many"),
-    (checks.check_masked_softmax, softmax_in_place, "your function changed its input X"),
-    (checks.check_masked_softmax, softmax_minus_1e9_zeroed, "-1e9 is outside the float16 range"),
+    (ch02.check_score_variance, (64, 8), "the features have variance 4 here, not 1"),
+    (ch02.check_score_variance, (256, 16), "has variance 4 * 4 = 16, not 4"),
+    (ch02.check_score_variance, (1024, 1024), "divide by the standard deviation"),
+    (ch02.check_score_variance, (1024, 8), "only brings the variance back to 1 when"),
+    (ch02.check_causal_counts, (3, 4, 5), "that is the bottom-right alignment"),
+    (ch02.check_causal_counts, torch.tensor([0, 1, 2]), "the diagonal is True"),
+    (ch02.check_causal_counts, [1, 2, 3, 3, 3], "give 3 numbers"),
+    (ch02.check_attention, attention_unscaled, "the scores are not scaled"),
+    (ch02.check_attention, attention_divided_by_d, "you divided the scores by d"),
+    (ch02.check_attention, attention_softmax_dim1, "the softmax runs over the wrong axis"),
+    (ch02.check_attention, attention_keys_not_transposed, "keys.transpose(-2, -1)"),
+    (ch02.check_attention, attention_returns_output_only, "returned only the output"),
+    (ch02.check_attention, attention_returns_weights_only, "returned only the weights"),
+    (ch02.check_attention, attention_no_return, "should return 2 results as a tuple, (..., ...), got a NoneType"),
+    (ch02.check_attention, attention_undefined_name, "uses a name that does not exist (NameError"),
+    (ch02.check_masked_softmax, softmax_fill_zero, "you filled the hidden scores with 0"),
+    (ch02.check_masked_softmax, softmax_minus_1e9, "a row whose valid length is 0 gets the same weight"),
+    (ch02.check_masked_softmax, softmax_minus_inf, "its softmax is NaN"),
+    (ch02.check_masked_softmax, softmax_off_by_one, "each row keeps one key too many"),
+    (ch02.check_masked_softmax, softmax_in_place, "your function changed its input X"),
+    (ch02.check_masked_softmax, softmax_minus_1e9_zeroed, "-1e9 is outside the float16 range"),
 ]
 
 
@@ -262,21 +263,21 @@ def lens_unchanged(valid_lens, num_heads):
 
 
 CHAPTER_03 = [
-    (checks.check_folded_sample, ((9, 2, 2), 5), "head-major order"),
-    (checks.check_folded_sample, (torch.Size([9, 2, 2]), 6), "samples are counted from 0"),
-    (checks.check_folded_sample, ((3, 3, 2, 2), 7), "that is the shape after the permute"),
-    (checks.check_folded_sample, ((9, 2, 3), 7), "head_dim = num_hiddens // num_heads = 6 // 3 = 2"),
-    (checks.check_folded_sample, (9, 2, 2), "in the form ((..., ..., ...), ...)"),
-    (checks.check_transpose_qkv, qkv_no_permute, "Did you permute(0, 2, 1, 3) before the last reshape?"),
-    (checks.check_transpose_qkv, qkv_heads_first, "your samples are in head-major order"),
-    (checks.check_transpose_qkv, qkv_no_final_reshape, "your output has 4 axes (2, 4, 3, 2)"),
-    (checks.check_transpose_qkv, qkv_tokens_folded, "has shape (6, 4, 2) but should have (8, 3, 2): you folded tokens"),
-    (checks.check_transpose_qkv, qkv_view_after_permute, "because the tensor is not contiguous"),
-    (checks.check_transpose_output, output_no_permute, "a reshape alone glues the heads together"),
-    (checks.check_transpose_output, output_heads_first, "you unfolded the first axis as (heads, batch)"),
-    (checks.check_repeat_valid_lens, lens_repeat, "you used repeat, which tiles the whole tensor"),
-    (checks.check_repeat_valid_lens, lens_tile_with_cat, "you used repeat, which tiles the whole tensor"),
-    (checks.check_repeat_valid_lens, lens_unchanged, "one length per sentence, (2,); the folded batch has"),
+    (ch03.check_folded_sample, ((9, 2, 2), 5), "head-major order"),
+    (ch03.check_folded_sample, (torch.Size([9, 2, 2]), 6), "samples are counted from 0"),
+    (ch03.check_folded_sample, ((3, 3, 2, 2), 7), "that is the shape after the permute"),
+    (ch03.check_folded_sample, ((9, 2, 3), 7), "head_dim = num_hiddens // num_heads = 6 // 3 = 2"),
+    (ch03.check_folded_sample, (9, 2, 2), "in the form ((..., ..., ...), ...)"),
+    (ch03.check_transpose_qkv, qkv_no_permute, "Did you permute(0, 2, 1, 3) before the last reshape?"),
+    (ch03.check_transpose_qkv, qkv_heads_first, "your samples are in head-major order"),
+    (ch03.check_transpose_qkv, qkv_no_final_reshape, "your output has 4 axes (2, 4, 3, 2)"),
+    (ch03.check_transpose_qkv, qkv_tokens_folded, "has shape (6, 4, 2) but should have (8, 3, 2): you folded tokens"),
+    (ch03.check_transpose_qkv, qkv_view_after_permute, "because the tensor is not contiguous"),
+    (ch03.check_transpose_output, output_no_permute, "a reshape alone glues the heads together"),
+    (ch03.check_transpose_output, output_heads_first, "you unfolded the first axis as (heads, batch)"),
+    (ch03.check_repeat_valid_lens, lens_repeat, "you used repeat, which tiles the whole tensor"),
+    (ch03.check_repeat_valid_lens, lens_tile_with_cat, "you used repeat, which tiles the whole tensor"),
+    (ch03.check_repeat_valid_lens, lens_unchanged, "one length per sentence, (2,); the folded batch has"),
 ]
 
 
@@ -336,22 +337,22 @@ def forward_unscaled(*args):
 
 
 CHAPTER_04 = [
-    (checks.check_mha_shapes, ((4, 3, 24), (4, 6, 3, 7)), "W_o, which maps to num_hiddens = 48"),
-    (checks.check_mha_shapes, ((4, 3, 48), (24, 3, 7)), "is the folded layout inside the layer"),
-    (checks.check_mha_shapes, ((4, 3, 48), (4, 6, 7, 3)), "one row per query and one column per key"),
-    (checks.check_mha_shapes, ((4, 7, 48), (4, 6, 7, 7)), "one row per QUERY (3)"),
-    (checks.check_mha_parameter_answer, 655_360, "you forgot the biases"),
-    (checks.check_mha_parameter_answer, 1_050_624, "as if the inputs had 512 features"),
-    (checks.check_mha_parameter_answer, 5_259_264, "the number of heads does not change the count"),
-    (checks.check_mha_parameter_answer, "657408", "write the parameter count in the form ..."),
-    (checks.check_count_mha_parameters, count_no_bias, "you ignored bias"),
-    (checks.check_count_mha_parameters, count_three_projections, "do not forget the output projection W_o"),
-    (checks.check_count_mha_parameters, count_one_bias, "each of the four projections has its own bias vector"),
-    (checks.check_count_mha_parameters, count_bias_matrices, "not a whole matrix"),
-    (checks.check_mha_forward, forward_repeat, "use valid_lens.repeat_interleave(num_heads)"),
-    (checks.check_mha_forward, forward_no_output_projection, "step 5 is the output projection"),
-    (checks.check_mha_forward, forward_scaled_by_num_hiddens, "you scaled by sqrt(num_hiddens)"),
-    (checks.check_mha_forward, forward_unscaled, "divide them by sqrt(head_dim) before the softmax"),
+    (ch04.check_mha_shapes, ((4, 3, 24), (4, 6, 3, 7)), "W_o, which maps to num_hiddens = 48"),
+    (ch04.check_mha_shapes, ((4, 3, 48), (24, 3, 7)), "is the folded layout inside the layer"),
+    (ch04.check_mha_shapes, ((4, 3, 48), (4, 6, 7, 3)), "one row per query and one column per key"),
+    (ch04.check_mha_shapes, ((4, 7, 48), (4, 6, 7, 7)), "one row per QUERY (3)"),
+    (ch04.check_mha_parameter_answer, 655_360, "you forgot the biases"),
+    (ch04.check_mha_parameter_answer, 1_050_624, "as if the inputs had 512 features"),
+    (ch04.check_mha_parameter_answer, 5_259_264, "the number of heads does not change the count"),
+    (ch04.check_mha_parameter_answer, "657408", "write the parameter count in the form ..."),
+    (ch04.check_count_mha_parameters, count_no_bias, "you ignored bias"),
+    (ch04.check_count_mha_parameters, count_three_projections, "do not forget the output projection W_o"),
+    (ch04.check_count_mha_parameters, count_one_bias, "each of the four projections has its own bias vector"),
+    (ch04.check_count_mha_parameters, count_bias_matrices, "not a whole matrix"),
+    (ch04.check_mha_forward, forward_repeat, "use valid_lens.repeat_interleave(num_heads)"),
+    (ch04.check_mha_forward, forward_no_output_projection, "step 5 is the output projection"),
+    (ch04.check_mha_forward, forward_scaled_by_num_hiddens, "you scaled by sqrt(num_hiddens)"),
+    (ch04.check_mha_forward, forward_unscaled, "divide them by sqrt(head_dim) before the softmax"),
 ]
 
 
@@ -380,22 +381,22 @@ def flops_self_attention_only(b, n_q, n_kv, d):
 
 
 CHAPTER_05 = [
-    (checks.check_num_heads_options, [2, 3, 4, 6, 8, 12, 16, 24, 48], "1 divides 48 too"),
-    (checks.check_num_heads_options, [1, 2, 3, 4, 6, 8, 12, 16, 24], "48 divides 48 too"),
-    (checks.check_num_heads_options, [1, 2, 4, 8, 16, 48], "3, 6, 12 and 24 divide 48 as well"),
-    (checks.check_num_heads_options, [2, 4, 8, 16, 32, 48], "32 does not divide 48"),
-    (checks.check_explorer_split_shape, (3, 6, 5, 8), "that is the 4-D layout"),
-    (checks.check_explorer_split_shape, (3, 5, 8), "the first axis is batch_size * num_heads = 18"),
-    (checks.check_explorer_split_shape, (18, 5, 6), "not num_heads"),
-    (checks.check_explorer_split_shape, (18, 5, 48), "each head sees only its slice"),
-    (checks.check_mha_flops, flops_one_per_multiply_add, "you counted one FLOP per multiply-add"),
-    (checks.check_mha_flops, flops_three_projections, "one projection is missing"),
-    (checks.check_mha_flops, flops_scores_only, "attention has TWO products"),
-    (checks.check_mha_flops, flops_self_attention_only, "the keys and values have num_kvpairs rows"),
-    (checks.check_score_memory_answer, 8 * 16 * 1024 * 1024, "each float32 score takes 4 bytes"),
-    (checks.check_score_memory_answer, 8 * 1024 * 1024 * 4, "multiply by num_heads = 16"),
-    (checks.check_score_memory_answer, 2 * 8 * 16 * 1024 * 1024 * 4, "the scores and the softmax weights together"),
-    (checks.check_score_memory_answer, 8 * 16 * 1024 * 4, "it grows as n^2, not n"),
+    (ch05.check_num_heads_options, [2, 3, 4, 6, 8, 12, 16, 24, 48], "1 divides 48 too"),
+    (ch05.check_num_heads_options, [1, 2, 3, 4, 6, 8, 12, 16, 24], "48 divides 48 too"),
+    (ch05.check_num_heads_options, [1, 2, 4, 8, 16, 48], "3, 6, 12 and 24 divide 48 as well"),
+    (ch05.check_num_heads_options, [2, 4, 8, 16, 32, 48], "32 does not divide 48"),
+    (ch05.check_explorer_split_shape, (3, 6, 5, 8), "that is the 4-D layout"),
+    (ch05.check_explorer_split_shape, (3, 5, 8), "the first axis is batch_size * num_heads = 18"),
+    (ch05.check_explorer_split_shape, (18, 5, 6), "not num_heads"),
+    (ch05.check_explorer_split_shape, (18, 5, 48), "each head sees only its slice"),
+    (ch05.check_mha_flops, flops_one_per_multiply_add, "you counted one FLOP per multiply-add"),
+    (ch05.check_mha_flops, flops_three_projections, "one projection is missing"),
+    (ch05.check_mha_flops, flops_scores_only, "attention has TWO products"),
+    (ch05.check_mha_flops, flops_self_attention_only, "the keys and values have num_kvpairs rows"),
+    (ch05.check_score_memory_answer, 8 * 16 * 1024 * 1024, "each float32 score takes 4 bytes"),
+    (ch05.check_score_memory_answer, 8 * 1024 * 1024 * 4, "multiply by num_heads = 16"),
+    (ch05.check_score_memory_answer, 2 * 8 * 16 * 1024 * 1024 * 4, "the scores and the softmax weights together"),
+    (ch05.check_score_memory_answer, 8 * 16 * 1024 * 4, "it grows as n^2, not n"),
 ]
 
 
@@ -435,13 +436,13 @@ def keep_only_head(concatenated, head, num_heads):
 
 
 CHAPTER_06 = [
-    (checks.check_task_targets, [-100, 13, 43, 13, 53], "one step BACK"),
-    (checks.check_task_targets, [-100, 33, 31, 34, 31], "the class is local * vocab_size + first"),
-    (checks.check_task_targets, [33, 13, 43, 13, 53], "its target is IGNORE (-100)"),
-    (checks.check_ablate_head, ablate_in_place, "changed its input in place"),
-    (checks.check_ablate_head, ablate_positions, "a head owns FEATURES"),
-    (checks.check_ablate_head, ablate_num_heads_wide, "not num_heads"),
-    (checks.check_ablate_head, keep_only_head, "you kept only that head"),
+    (ch06.check_task_targets, [-100, 13, 43, 13, 53], "one step BACK"),
+    (ch06.check_task_targets, [-100, 33, 31, 34, 31], "the class is local * vocab_size + first"),
+    (ch06.check_task_targets, [33, 13, 43, 13, 53], "its target is IGNORE (-100)"),
+    (ch06.check_ablate_head, ablate_in_place, "changed its input in place"),
+    (ch06.check_ablate_head, ablate_positions, "a head owns FEATURES"),
+    (ch06.check_ablate_head, ablate_num_heads_wide, "not num_heads"),
+    (ch06.check_ablate_head, keep_only_head, "you kept only that head"),
 ]
 
 
@@ -464,47 +465,47 @@ def attention_flops_linear(b, n, d):
 
 
 CHAPTER_07 = [
-    (checks.check_call_counts, (64, 512, 1), "one call per HEAD"),
-    (checks.check_call_counts, (512, 8, 1), "one call per sample (64)"),
-    (checks.check_call_counts, (64, 8, 8), "one call for everything"),
-    (checks.check_score_bytes_answer, 8 * 12 * 4096 * 4096 * 4, "that is float32"),
-    (checks.check_score_bytes_answer, 8 * 12 * 4096 * 4096, "each float16 score takes 2 bytes"),
-    (checks.check_score_bytes_answer, 8 * 4096 * 4096 * 2, "multiply by num_heads = 12"),
-    (checks.check_attention_flops, attention_flops_one_product, "attention has TWO products"),
-    (checks.check_attention_flops, attention_flops_multiply_adds_of_one_product, "count both products"),
-    (checks.check_attention_flops, attention_flops_linear, "the count grows as n^2"),
+    (ch07.check_call_counts, (64, 512, 1), "one call per HEAD"),
+    (ch07.check_call_counts, (512, 8, 1), "one call per sample (64)"),
+    (ch07.check_call_counts, (64, 8, 8), "one call for everything"),
+    (ch07.check_score_bytes_answer, 8 * 12 * 4096 * 4096 * 4, "that is float32"),
+    (ch07.check_score_bytes_answer, 8 * 12 * 4096 * 4096, "each float16 score takes 2 bytes"),
+    (ch07.check_score_bytes_answer, 8 * 4096 * 4096 * 2, "multiply by num_heads = 12"),
+    (ch07.check_attention_flops, attention_flops_one_product, "attention has TWO products"),
+    (ch07.check_attention_flops, attention_flops_multiply_adds_of_one_product, "count both products"),
+    (ch07.check_attention_flops, attention_flops_linear, "the count grows as n^2"),
 ]
 
 CORRECT_SOLUTIONS = [
-    (checks.check_strides, ((6, 1), (1, 6))),
-    (checks.check_strides, (torch.Size([6, 1]), [1, 6])),
-    (checks.check_permute_position, ((1, 1, 0), (1, 0, 1))),
-    (checks.check_split_heads, split_right),
-    (checks.check_merge_heads, merge_right),
-    (checks.check_score_variance, (1024.0, 32)),
-    (checks.check_causal_counts, torch.tensor([1, 2, 3])),
-    (checks.check_attention, attention_right),
-    (checks.check_masked_softmax, softmax_right),
-    (checks.check_folded_sample, ((9, 2, 2), 7)),
-    (checks.check_transpose_qkv, qkv_right),
-    (checks.check_transpose_output, output_right),
-    (checks.check_repeat_valid_lens, lens_right),
-    (checks.check_mha_shapes, (torch.Size([4, 3, 48]), (4, 6, 3, 7))),
-    (checks.check_mha_parameter_answer, 657_408),
-    (checks.check_count_mha_parameters, count_right),
-    (checks.check_mha_forward, forward_right),
-    (checks.check_num_heads_options, [1, 2, 3, 4, 6, 8, 12, 16, 24, 48]),
-    (checks.check_num_heads_options, {48, 24, 16, 12, 8, 6, 4, 3, 2, 1}),
-    (checks.check_explorer_split_shape, (18, 5, 8)),
-    (checks.check_explorer_split_shape, torch.Size([18, 5, 8])),
-    (checks.check_mha_flops, flops_right),
-    (checks.check_score_memory_answer, 8 * 16 * 1024 * 1024 * 4),
-    (checks.check_call_counts, (64, 8, 1)),
-    (checks.check_task_targets, [-100, 33, 13, 43, 13]),
-    (checks.check_task_targets, torch.tensor([-100, 33, 13, 43, 13])),
-    (checks.check_ablate_head, ablate_right),
-    (checks.check_score_bytes_answer, 8 * 12 * 4096 * 4096 * 2),
-    (checks.check_attention_flops, attention_flops_right),
+    (ch01.check_strides, ((6, 1), (1, 6))),
+    (ch01.check_strides, (torch.Size([6, 1]), [1, 6])),
+    (ch01.check_permute_position, ((1, 1, 0), (1, 0, 1))),
+    (ch01.check_split_heads, split_right),
+    (ch01.check_merge_heads, merge_right),
+    (ch02.check_score_variance, (1024.0, 32)),
+    (ch02.check_causal_counts, torch.tensor([1, 2, 3])),
+    (ch02.check_attention, attention_right),
+    (ch02.check_masked_softmax, softmax_right),
+    (ch03.check_folded_sample, ((9, 2, 2), 7)),
+    (ch03.check_transpose_qkv, qkv_right),
+    (ch03.check_transpose_output, output_right),
+    (ch03.check_repeat_valid_lens, lens_right),
+    (ch04.check_mha_shapes, (torch.Size([4, 3, 48]), (4, 6, 3, 7))),
+    (ch04.check_mha_parameter_answer, 657_408),
+    (ch04.check_count_mha_parameters, count_right),
+    (ch04.check_mha_forward, forward_right),
+    (ch05.check_num_heads_options, [1, 2, 3, 4, 6, 8, 12, 16, 24, 48]),
+    (ch05.check_num_heads_options, {48, 24, 16, 12, 8, 6, 4, 3, 2, 1}),
+    (ch05.check_explorer_split_shape, (18, 5, 8)),
+    (ch05.check_explorer_split_shape, torch.Size([18, 5, 8])),
+    (ch05.check_mha_flops, flops_right),
+    (ch05.check_score_memory_answer, 8 * 16 * 1024 * 1024 * 4),
+    (ch07.check_call_counts, (64, 8, 1)),
+    (ch06.check_task_targets, [-100, 33, 13, 43, 13]),
+    (ch06.check_task_targets, torch.tensor([-100, 33, 13, 43, 13])),
+    (ch06.check_ablate_head, ablate_right),
+    (ch07.check_score_bytes_answer, 8 * 12 * 4096 * 4096 * 2),
+    (ch07.check_attention_flops, attention_flops_right),
 ]
 
 
@@ -531,40 +532,40 @@ def stub(*args):
     raise NotImplementedError("Exercise: write the body")
 
 
-@pytest.mark.parametrize("checker", [checks.check_split_heads, checks.check_merge_heads, checks.check_attention,
-                                     checks.check_masked_softmax, checks.check_transpose_qkv,
-                                     checks.check_transpose_output, checks.check_repeat_valid_lens,
-                                     checks.check_count_mha_parameters, checks.check_mha_forward],
+@pytest.mark.parametrize("checker", [ch01.check_split_heads, ch01.check_merge_heads, ch02.check_attention,
+                                     ch02.check_masked_softmax, ch03.check_transpose_qkv,
+                                     ch03.check_transpose_output, ch03.check_repeat_valid_lens,
+                                     ch04.check_count_mha_parameters, ch04.check_mha_forward],
                          ids=lambda c: c.__name__)
 def test_a_stub_gets_told_to_write_the_body(capsys, checker):
     expect_hint(run(capsys, checker, stub), "still raises NotImplementedError. Write its body in the cell above")
 
 
 def test_a_formula_with_the_wrong_arguments_is_explained(capsys):
-    line = run(capsys, checks.check_count_mha_parameters, lambda num_hiddens: 4 * num_hiddens ** 2)
+    line = run(capsys, ch04.check_count_mha_parameters, lambda num_hiddens: 4 * num_hiddens ** 2)
     assert line.endswith("It should take (num_hiddens, bias), in this order.")
 
 
 @pytest.mark.parametrize("not_a_function", [..., None, 42])
 def test_passing_something_else_than_a_function_is_explained(capsys, not_a_function):
-    expect_hint(run(capsys, checks.check_transpose_qkv, not_a_function), "my_transpose_qkv")
+    expect_hint(run(capsys, ch03.check_transpose_qkv, not_a_function), "my_transpose_qkv")
 
 
 def test_a_generic_mistake_gets_the_first_differing_value(capsys):
     def off_by_one(X, num_heads):
         return qkv_right(X, num_heads) + (X.shape[0] == 3)  # right on the first cases, wrong on the third
 
-    line = run(capsys, checks.check_transpose_qkv, off_by_one)
+    line = run(capsys, ch03.check_transpose_qkv, off_by_one)
     assert line == (NOT_YET + "your output has the right shape (9, 5, 2) but different values (for X of shape "
                     "(3, 5, 6), num_heads=3): at index (0, 0, 0) it is 1, expected 0.")
 
 
 def test_check_answer_building_block(capsys):
     hints = {(2, 3): "rows and columns are swapped."}
-    checks.check_answer(torch.Size([3, 2]), (3, 2), name="the shape", success="3 rows, 2 columns.")
-    checks.check_answer([2, 3], (3, 2), name="the shape", hints=hints)
-    checks.check_answer(0.1 + 0.2, 0.3, name="the sum")
-    checks.check_answer((3, 3), (3, 2), name="the shape", hints=hints)
+    _engine.check_answer(torch.Size([3, 2]), (3, 2), name="the shape", success="3 rows, 2 columns.")
+    _engine.check_answer([2, 3], (3, 2), name="the shape", hints=hints)
+    _engine.check_answer(0.1 + 0.2, 0.3, name="the sum")
+    _engine.check_answer((3, 3), (3, 2), name="the shape", hints=hints)
     assert capsys.readouterr().out.splitlines() == [
         CORRECT + "3 rows, 2 columns.",
         NOT_YET + "rows and columns are swapped.",
@@ -583,9 +584,9 @@ def test_check_formula_building_block(capsys):
     cases = [dict(batch_size=1, num_heads=1, num_queries=4, num_kvpairs=4),
              dict(batch_size=2, num_heads=8, num_queries=16, num_kvpairs=32)]
     hints = {forgot_heads: "every head has its own score matrix."}
-    checks.check_formula(reference, reference, cases, name="score_bytes", success="4 bytes per score.")
-    checks.check_formula(forgot_heads, reference, cases, name="score_bytes", hints=hints)
-    checks.check_formula(lambda *args: 0, reference, cases, name="score_bytes")
+    _engine.check_formula(reference, reference, cases, name="score_bytes", success="4 bytes per score.")
+    _engine.check_formula(forgot_heads, reference, cases, name="score_bytes", hints=hints)
+    _engine.check_formula(lambda *args: 0, reference, cases, name="score_bytes")
     assert capsys.readouterr().out.splitlines() == [
         CORRECT + "4 bytes per score.",
         NOT_YET + "every head has its own score matrix.",
@@ -595,8 +596,8 @@ def test_check_formula_building_block(capsys):
 
 def test_check_function_building_block_with_tensors(capsys):
     cases = [(torch.arange(6).reshape(2, 3),), (torch.arange(12).reshape(3, 4),)]
-    checks.check_function(lambda X: X.T, lambda X: X.transpose(0, 1), cases, name="my_t", arg_names=["X"])
-    checks.check_function(lambda X: X.reshape(X.shape[1], X.shape[0]), lambda X: X.transpose(0, 1), cases,
+    _engine.check_function(lambda X: X.T, lambda X: X.transpose(0, 1), cases, name="my_t", arg_names=["X"])
+    _engine.check_function(lambda X: X.reshape(X.shape[1], X.shape[0]), lambda X: X.transpose(0, 1), cases,
                           name="my_t", arg_names=["X"], hints={lambda X: X.reshape(X.shape[::-1]): "a reshape "
                                                               "regroups, it does not move axes ({shape})."})
     assert capsys.readouterr().out.splitlines() == [
@@ -607,6 +608,6 @@ def test_check_function_building_block_with_tensors(capsys):
 
 def test_checkers_do_not_touch_the_global_random_state():
     before = torch.random.get_rng_state()
-    checks.check_mha_forward(forward_right)
-    checks.check_attention(attention_right)
+    ch04.check_mha_forward(forward_right)
+    ch02.check_attention(attention_right)
     assert torch.equal(torch.random.get_rng_state(), before)

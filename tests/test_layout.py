@@ -2,7 +2,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from mha_lib.layout import MAX_CELLS, draw_memory, draw_side_by_side, draw_tensor
+from mha_lib.chapters.layout import MAX_CELLS, draw_memory, draw_side_by_side, draw_tensor
 
 
 def panels_of(fig: Figure) -> list:

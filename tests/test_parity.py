@@ -18,8 +18,8 @@ from mha_lib import (
     MultiHeadAttention,
     attention_mask,
     causal_mask,
+    dot_product_attention,
     masked_softmax,
-    scaled_dot_product_attention,
     sequence_mask,
     to_torch_mha,
     transpose_output,
@@ -63,7 +63,7 @@ def test_sequence_mask_keeps_the_first_valid_lens_pairs():
 @pytest.mark.parametrize("num_queries, num_kvpairs", [(4, 4), (3, 5), (5, 3)])
 def test_causal_mask_is_sdpa_is_causal(num_queries, num_kvpairs):
     q, k, v = randn(2, num_queries, 4), randn(2, num_kvpairs, 4), randn(2, num_kvpairs, 3)
-    output, _ = scaled_dot_product_attention(q, k, v, causal_mask(num_queries, num_kvpairs))
+    output, _ = dot_product_attention(q, k, v, causal_mask(num_queries, num_kvpairs))
     torch.testing.assert_close(output, F.scaled_dot_product_attention(q, k, v, is_causal=True), **TIGHT)
 
 
@@ -147,7 +147,7 @@ def test_scaled_dot_product_attention_matches_pytorch(shape, mask_kind, seed):
     leading, num_queries, num_kvpairs, d, value_dim = shape
     q, k, v = randn(*leading, num_queries, d), randn(*leading, num_kvpairs, d), randn(*leading, num_kvpairs, value_dim)
     mask = make_mask(mask_kind, leading, num_queries, num_kvpairs)
-    output, weights = scaled_dot_product_attention(q, k, v, mask)
+    output, weights = dot_product_attention(q, k, v, mask)
     torch.testing.assert_close(output, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), **TIGHT)
     torch.testing.assert_close(weights, reference_weights(q, k, mask), **TIGHT)
 
@@ -315,7 +315,7 @@ def test_future_tokens_cannot_change_earlier_outputs(need_weights, position):
 def test_gradcheck_scaled_dot_product_attention_with_a_fully_masked_row():
     q, k, v = (randn(2, 3, 4).requires_grad_() for _ in range(3))
     mask = torch.tensor([[True, False, False], [False, False, False], [True, True, True]])
-    assert torch.autograd.gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, mask), (q, k, v))
+    assert torch.autograd.gradcheck(lambda q, k, v: dot_product_attention(q, k, v, mask), (q, k, v))
 
 
 def test_gradcheck_masked_softmax():

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from mha_lib.tables import format_table
+from mha_lib.chapters.tables import format_table
 
 
 def test_format_table_aligns_columns_under_a_rule():

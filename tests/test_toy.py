@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from mha_lib import MultiHeadAttention
-from mha_lib.toy import (
+from mha_lib.chapters.toy import (
     IGNORE,
     TwoLookupTask,
     ablate_heads,

@@ -3,7 +3,7 @@ import torch
 from matplotlib.figure import Figure
 
 from mha_lib import transpose_output, transpose_qkv
-from mha_lib.trace import (
+from mha_lib.chapters.trace import (
     Step,
     draw_transpose_qkv,
     shape_table,

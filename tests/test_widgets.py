@@ -9,9 +9,8 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from mha_lib import MultiHeadAttention
-from mha_lib.anatomy import count_parameters
-from mha_lib.scaling import measure_score_variance, measure_softmax_saturation
-from mha_lib.widgets import (
+from mha_lib.chapters.anatomy import count_parameters
+from mha_lib.chapters.explorer import (
     CMAP,
     ExplorerConfig,
     cost_sweep,
@@ -32,6 +31,7 @@ from mha_lib.widgets import (
     score_samples,
     trace_html,
 )
+from mha_lib.chapters.scaling import measure_score_variance, measure_softmax_saturation
 
 ZERO_COLOUR = tuple(int(round(255 * c)) for c in colormaps[CMAP](0.0))  # RGBA of weight 0
 

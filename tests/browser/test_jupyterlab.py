@@ -1,7 +1,7 @@
 """The collection as a reader meets it: JupyterLab in a real (headless) Chromium.
 
 Run with ``make test-browser`` (not part of ``make test-unit``). Screenshots of each step are saved in
-``build/screenshots/``. What chapter 05's explorer promises the test (``mha_lib.widgets.explorer()``):
+``build/screenshots/``. What chapter 05's explorer promises the test (``mha_lib.chapters.explorer.explorer()``):
 
 - the container has the DOM class ``mha-explorer``; each control has ``mha-control-<description>``:
   sliders ``num_hiddens``, ``num_heads`` (a SelectionSlider over the divisors of num_hiddens), ``batch_size``,

@@ -7,7 +7,7 @@ import torch
 from torch import Tensor
 
 
-def check_tensor(name: str, x: object, rank: int | None, layout: str, floating: bool = True) -> Tensor:
+def require_tensor(name: str, x: object, rank: int | None, layout: str, floating: bool = True) -> Tensor:
     """Require a tensor with ``rank`` axes (any number if None) laid out as ``layout``, floating-point if asked."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{name} must be a torch.Tensor {layout}, got {type(x).__name__}")
@@ -21,7 +21,7 @@ def check_tensor(name: str, x: object, rank: int | None, layout: str, floating: 
     return x
 
 
-def check_features(name: str, x: Tensor, expected: int, size_name: str) -> None:
+def require_features(name: str, x: Tensor, expected: int, size_name: str) -> None:
     """Require the last axis of ``x`` to match the size the layer was built with."""
     if x.shape[-1] != expected:
         raise ValueError(
@@ -30,7 +30,7 @@ def check_features(name: str, x: Tensor, expected: int, size_name: str) -> None:
         )
 
 
-def check_layer_dtype(name: str, x: Tensor, weight: Tensor) -> None:
+def require_layer_dtype(name: str, x: Tensor, weight: Tensor) -> None:
     """Require inputs in the dtype of the layer's weights, which nn.Linear needs."""
     if x.dtype != weight.dtype:
         raise TypeError(
@@ -39,21 +39,21 @@ def check_layer_dtype(name: str, x: Tensor, weight: Tensor) -> None:
         )
 
 
-def check_qkv(queries: Tensor, keys: Tensor, values: Tensor, rank: int | None = None) -> None:
+def require_qkv(queries: Tensor, keys: Tensor, values: Tensor, rank: int | None = None) -> None:
     """Require queries, keys and values that can attend to one another.
 
     With ``rank`` None any rank >= 2 is accepted, as long as all three agree.
     """
     if rank is None:
         layout = "(..., sequence, features)"
-        check_tensor("queries", queries, None, layout)
+        require_tensor("queries", queries, None, layout)
         if queries.dim() < 2:
             raise ValueError(f"queries must have at least 2 axes {layout}, got shape {tuple(queries.shape)}")
         rank = queries.dim()
     else:
         layout = "(batch_size, sequence, features)"
     for name, x in (("queries", queries), ("keys", keys), ("values", values)):
-        check_tensor(name, x, rank, layout)
+        require_tensor(name, x, rank, layout)
     if not queries.dtype == keys.dtype == values.dtype:
         raise TypeError(
             "queries, keys and values must share one dtype, "
@@ -71,19 +71,19 @@ def check_qkv(queries: Tensor, keys: Tensor, values: Tensor, rank: int | None = 
         )
 
 
-def check_positive_int(name: str, value: object) -> int:
+def require_positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return value
 
 
-def check_dropout(dropout: object) -> float:
+def require_dropout(dropout: object) -> float:
     if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
         raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
     return float(dropout)
 
 
-def check_bool_mask(name: str, mask: object, target: tuple[int, ...], target_name: str) -> None:
+def require_bool_mask(name: str, mask: object, target: tuple[int, ...], target_name: str) -> None:
     """Require a boolean mask (True = may attend) that broadcasts to ``target``."""
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
@@ -101,7 +101,7 @@ def check_bool_mask(name: str, mask: object, target: tuple[int, ...], target_nam
         )
 
 
-def check_heads_divide(num_hiddens: int, num_heads: int) -> None:
+def require_heads_divide(num_hiddens: int, num_heads: int) -> None:
     """Require ``num_heads`` to divide ``num_hiddens``: every head gets ``num_hiddens // num_heads`` features."""
     if num_hiddens % num_heads:
         allowed = [k for k in range(1, num_hiddens + 1) if num_hiddens % k == 0]
@@ -111,10 +111,10 @@ def check_heads_divide(num_hiddens: int, num_heads: int) -> None:
         )
 
 
-def check_split_heads(X: object, num_heads: object) -> None:
+def require_split_input(X: object, num_heads: object) -> None:
     """Require ``X`` of shape (batch_size, seq_len, num_hiddens) with num_heads dividing num_hiddens."""
-    check_tensor("X", X, 3, "(batch_size, seq_len, num_hiddens)", floating=False)
-    check_positive_int("num_heads", num_heads)
+    require_tensor("X", X, 3, "(batch_size, seq_len, num_hiddens)", floating=False)
+    require_positive_int("num_heads", num_heads)
     if X.shape[-1] % num_heads:
         raise ValueError(
             f"num_heads={num_heads} must divide the feature axis of X evenly, "
@@ -122,10 +122,10 @@ def check_split_heads(X: object, num_heads: object) -> None:
         )
 
 
-def check_merge_heads(X: object, num_heads: object) -> None:
+def require_merge_input(X: object, num_heads: object) -> None:
     """Require ``X`` of shape (batch_size * num_heads, seq_len, head_dim)."""
-    check_tensor("X", X, 3, "(batch_size * num_heads, seq_len, head_dim)", floating=False)
-    check_positive_int("num_heads", num_heads)
+    require_tensor("X", X, 3, "(batch_size * num_heads, seq_len, head_dim)", floating=False)
+    require_positive_int("num_heads", num_heads)
     if X.shape[0] % num_heads:
         raise ValueError(
             f"the first axis of X must be batch_size * num_heads, a multiple of num_heads={num_heads}, "

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 from torch import Tensor
 
-from ._checks import check_positive_int, check_tensor
+from .._validation import require_positive_int, require_tensor
 
 __all__ = [
     "ScoreVariance",
@@ -85,7 +85,7 @@ def softmax_row_stats(scores: Tensor) -> dict[str, Tensor]:
         - scores: ``(..., num_kvpairs)``
         - each output (``"max_weight"``, ``"entropy"``, ``"grad_norm"``): ``(...)``, in the dtype of ``scores``
     """
-    check_tensor("scores", scores, None, "(..., num_kvpairs)")
+    require_tensor("scores", scores, None, "(..., num_kvpairs)")
     if scores.dim() == 0:
         raise ValueError("scores must have at least 1 axis (..., num_kvpairs), got a 0-D tensor")
     # In float64, so that a tiny 1 - p (a nearly one-hot row) is not lost in rounding.
@@ -107,7 +107,7 @@ def measure_score_variance(dims: Sequence[int], num_samples: int = 10_000, seed:
     (mean 0, variance 1), so theory says ``Var(q . k) = d``.
     """
     dims = _check_dims(dims)
-    check_positive_int("num_samples", num_samples)
+    require_positive_int("num_samples", num_samples)
     if num_samples < 2:
         raise ValueError(f"num_samples must be at least 2 to measure a variance, got {num_samples}")
     generator = torch.Generator().manual_seed(seed)
@@ -135,8 +135,8 @@ def measure_softmax_saturation(
     its softmax Jacobian is below ``threshold``.
     """
     dims = _check_dims(dims)
-    check_positive_int("num_kvpairs", num_kvpairs)
-    check_positive_int("num_rows", num_rows)
+    require_positive_int("num_kvpairs", num_kvpairs)
+    require_positive_int("num_rows", num_rows)
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold <= 0:
         raise ValueError(f"threshold must be a positive number, got {threshold!r}")
     generator = torch.Generator().manual_seed(seed)

@@ -25,9 +25,9 @@ import torch.nn.functional as F
 from matplotlib.figure import Figure
 from torch import Tensor, nn
 
-from ._checks import check_positive_int
-from .modules import MultiHeadAttention
-from .utils import cpu_threads
+from .._validation import require_positive_int
+from ..modules import MultiHeadAttention
+from ..utils import cpu_threads
 
 __all__ = [
     "IGNORE",
@@ -65,9 +65,9 @@ class TwoLookupTask:
     offset: int = 1
 
     def __post_init__(self) -> None:
-        check_positive_int("vocab_size", self.vocab_size)
-        check_positive_int("seq_len", self.seq_len)
-        check_positive_int("offset", self.offset)
+        require_positive_int("vocab_size", self.vocab_size)
+        require_positive_int("seq_len", self.seq_len)
+        require_positive_int("offset", self.offset)
         if self.offset >= self.seq_len:
             raise ValueError(f"offset must be smaller than seq_len={self.seq_len}, got offset={self.offset}")
 
@@ -103,7 +103,7 @@ class TwoLookupTask:
         Shape:
             - output: tokens ``(batch_size, seq_len)`` and targets ``(batch_size, seq_len)``, int64
         """
-        check_positive_int("batch_size", batch_size)
+        require_positive_int("batch_size", batch_size)
         if not isinstance(generator, torch.Generator):
             raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
         tokens = torch.randint(self.vocab_size, (batch_size, self.seq_len), generator=generator)
@@ -217,7 +217,7 @@ def train(
     the model is so small that more threads only wait for each other.
     """
     for name, value in (("steps", steps), ("batch_size", batch_size), ("eval_every", eval_every)):
-        check_positive_int(name, value)
+        require_positive_int(name, value)
     if not lr > 0:
         raise ValueError(f"lr must be a positive learning rate, got {lr!r}")
     generator = torch.Generator().manual_seed(seed)
@@ -244,7 +244,7 @@ def train(
 
 def print_progress(every: int = 100) -> Callable[[int, float, float], None]:
     """A ``callback`` for :func:`train` that prints one line every ``every`` steps."""
-    check_positive_int("every", every)
+    require_positive_int("every", every)
 
     def callback(step: int, loss: float, accuracy: float) -> None:
         if step % every == 0:
@@ -283,7 +283,7 @@ def ablate_heads(mha: MultiHeadAttention, heads: Sequence[int]) -> Iterator[None
             raise ValueError(f"heads must be head numbers in [0, {mha.num_heads}), got {head!r}")
     keep = torch.ones(mha.W_o.in_features, dtype=mha.W_o.weight.dtype, device=mha.W_o.weight.device)
     for head in heads:
-        keep[head * mha.head_dim : (head + 1) * mha.head_dim] = 0  # head h owns features h*head_dim..
+        keep[head * mha.v_head_dim : (head + 1) * mha.v_head_dim] = 0  # head h owns features h*v_head_dim..
 
     def zero_heads(module: nn.Module, args: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
         return (args[0] * keep,)  # (batch, queries, num_hiddens), out of place
@@ -382,17 +382,18 @@ def head_subspace(mha: MultiHeadAttention, role: str, head: int) -> Tensor:
     ``W_q.weight`` etc. (``nn.Linear`` stores ``W^T``); for "o" the output directions ``W_o`` writes the head to.
 
     Shape:
-        - output: ``(size, head_dim)``: ``size`` is the projection's ``in_features`` ("q", "k", "v") or
-          ``num_hiddens`` ("o")
+        - output: ``(in_features, head_dim)`` for "q" and "k", ``(in_features, v_head_dim)`` for "v",
+          ``(num_hiddens, v_head_dim)`` for "o"
     """
     if role not in ("q", "k", "v", "o"):
         raise ValueError(f"role must be one of 'q', 'k', 'v', 'o', got {role!r}")
     if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < mha.num_heads:
         raise ValueError(f"head must be a head number in [0, {mha.num_heads}), got {head!r}")
-    rows = slice(head * mha.head_dim, (head + 1) * mha.head_dim)
+    size = mha.v_head_dim if role in ("v", "o") else mha.head_dim  # values may have heads of another width
+    rows = slice(head * size, (head + 1) * size)
     if role == "o":
-        return mha.W_o.weight[:, rows].detach()  # (num_hiddens, head_dim)
-    return getattr(mha, f"W_{role}").weight[rows].detach().T  # (head_dim, in_features) -> (in_features, head_dim)
+        return mha.W_o.weight[:, rows].detach()  # (num_hiddens, v_head_dim)
+    return getattr(mha, f"W_{role}").weight[rows].detach().T  # (size, in_features) -> (in_features, size)
 
 
 def subspace_cosines(mha: MultiHeadAttention, role: str) -> Tensor:
@@ -414,7 +415,7 @@ def random_subspace_cosines(dim: int, k: int, num_pairs: int, generator: torch.G
         - output: ``(num_pairs,)``
     """
     for name, value in (("dim", dim), ("k", k), ("num_pairs", num_pairs)):
-        check_positive_int(name, value)
+        require_positive_int(name, value)
     if k > dim:
         raise ValueError(f"k must be at most dim={dim} for a subspace of dim-space, got k={k}")
     pairs = [

@@ -29,12 +29,12 @@ from matplotlib.ticker import FixedLocator
 from PIL import Image
 from torch import Tensor
 
-from ._checks import check_heads_divide, check_positive_int
+from .._validation import require_heads_divide, require_positive_int
+from ..modules import MultiHeadAttention
+from ..utils import cpu_threads
 from .anatomy import TraceRow, count_parameters, mha_flops, score_bytes, trace_multi_head_attention
-from .modules import MultiHeadAttention
 from .scaling import ScoreVariance, SoftmaxSaturation, measure_score_variance, measure_softmax_saturation
 from .tables import format_table
-from .utils import cpu_threads
 
 __all__ = [
     "CMAP",
@@ -73,13 +73,13 @@ INPUT_STD = 3.0  # the explorer's random inputs: wide enough that each head's we
 
 def divisors(n: int) -> list[int]:
     """All positive divisors of ``n`` in increasing order: the numbers of heads ``num_hiddens = n`` allows."""
-    check_positive_int("n", n)
+    require_positive_int("n", n)
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
 def nearest_divisor(n: int, value: int) -> int:
     """``value`` if it divides ``n``, else the divisor of ``n`` closest to it (the smaller one on a tie)."""
-    check_positive_int("value", value)
+    require_positive_int("value", value)
     return min(divisors(n), key=lambda k: (abs(k - value), k))
 
 
@@ -165,8 +165,8 @@ class ExplorerConfig:
 
     def __post_init__(self) -> None:
         for name in ("num_hiddens", "num_heads", "batch_size", "num_queries", "num_kvpairs"):
-            check_positive_int(name, getattr(self, name))
-        check_heads_divide(self.num_hiddens, self.num_heads)
+            require_positive_int(name, getattr(self, name))
+        require_heads_divide(self.num_hiddens, self.num_heads)
         valid_len = self.valid_len
         if isinstance(valid_len, bool) or not isinstance(valid_len, int) or not 0 <= valid_len <= self.num_kvpairs:
             raise ValueError(f"valid_len must be an int in [0, num_kvpairs={self.num_kvpairs}], got {valid_len!r}")
@@ -461,8 +461,8 @@ def score_samples(d: int, num_samples: int = 2000, seed: int = 0) -> tuple[Tenso
     Shape:
         - each output: ``(num_samples,)``
     """
-    check_positive_int("d", d)
-    check_positive_int("num_samples", num_samples)
+    require_positive_int("d", d)
+    require_positive_int("num_samples", num_samples)
     generator = torch.Generator().manual_seed(seed)
     queries = torch.randn(num_samples, d, generator=generator)
     keys = torch.randn(num_samples, d, generator=generator)

@@ -1,9 +1,6 @@
-"""The anatomy of multi-head attention: a shape trace, parameter counts and a layer with separate head sizes.
+"""The anatomy of multi-head attention (chapter 04): a shape trace, parameter and FLOP counts.
 
-Dimension names are those of :mod:`mha_lib.functional`; :class:`GeneralMultiHeadAttention` adds two:
-
-    qk_size  features per head of the queries and the keys (they must match to take dot products)
-    v_size   features per head of the values
+Dimension names are those of :mod:`mha_lib.functional`.
 """
 
 from __future__ import annotations
@@ -14,14 +11,13 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_features, check_heads_divide, check_layer_dtype, check_positive_int, check_qkv
-from .functional import scaled_dot_product_attention, transpose_output, transpose_qkv
-from .masks import attention_mask
-from .modules import MultiHeadAttention
+from .._validation import require_features, require_heads_divide, require_layer_dtype, require_positive_int, require_qkv
+from ..functional import dot_product_attention, transpose_output, transpose_qkv
+from ..masks import attention_mask
+from ..modules import MultiHeadAttention
 from .tables import format_table
 
 __all__ = [
-    "GeneralMultiHeadAttention",
     "TraceRow",
     "count_parameters",
     "format_trace",
@@ -63,11 +59,11 @@ def trace_multi_head_attention(
     """
     if not isinstance(mha, MultiHeadAttention):
         raise TypeError(f"mha must be an mha_lib.MultiHeadAttention, got {type(mha).__name__}")
-    check_qkv(queries, keys, values, rank=3)
-    check_features("queries", queries, mha.W_q.in_features, "query_size")
-    check_features("keys", keys, mha.W_k.in_features, "key_size")
-    check_features("values", values, mha.W_v.in_features, "value_size")
-    check_layer_dtype("queries", queries, mha.W_q.weight)
+    require_qkv(queries, keys, values, rank=3)
+    require_features("queries", queries, mha.W_q.in_features, "query_size")
+    require_features("keys", keys, mha.W_k.in_features, "key_size")
+    require_features("values", values, mha.W_v.in_features, "value_size")
+    require_layer_dtype("queries", queries, mha.W_q.weight)
     batch_size, num_queries, _ = queries.shape
     num_kvpairs = keys.shape[1]
     num_heads, head_dim = mha.num_heads, mha.head_dim
@@ -100,10 +96,10 @@ def trace_multi_head_attention(
                 operation += ", repeated per head"
             record("  mask", operation, mask)
 
-        # Divided as in scaled_dot_product_attention, so the numbers are the module's to the last bit.
+        # Divided as in dot_product_attention, so the numbers are the module's to the last bit.
         # (batch*heads, queries, head_dim) @ (batch*heads, head_dim, kvpairs) -> (batch*heads, queries, kvpairs)
         record("2 score", f"queries @ keys^T / sqrt({head_dim})", (Q / math.sqrt(head_dim)) @ K.transpose(1, 2))
-        output, weights = scaled_dot_product_attention(Q, K, V, mask, mha.dropout)
+        output, weights = dot_product_attention(Q, K, V, mask, mha.dropout.p if mha.training else 0.0)
         record("3 softmax", "masked softmax over keys" if mask is not None else "softmax over keys", weights)
         record("3 weighted sum", "weights @ values", output)  # -> (batch*heads, queries, head_dim)
         # (batch*heads, queries, head_dim) -> (batch, queries, num_hiddens)
@@ -139,8 +135,8 @@ def mha_flops(batch_size: int, num_queries: int, num_kvpairs: int, num_hiddens: 
     """
     for name, value in (("batch_size", batch_size), ("num_queries", num_queries), ("num_kvpairs", num_kvpairs),
                         ("num_hiddens", num_hiddens), ("num_heads", num_heads)):
-        check_positive_int(name, value)
-    check_heads_divide(num_hiddens, num_heads)
+        require_positive_int(name, value)
+    require_heads_divide(num_hiddens, num_heads)
     b, n_q, n_kv, d, head_dim = batch_size, num_queries, num_kvpairs, num_hiddens, num_hiddens // num_heads
     flops = {
         "W_q": 2 * b * n_q * d * d,  # (b*n_q, d) @ (d, d)
@@ -162,49 +158,7 @@ def score_bytes(batch_size: int, num_heads: int, num_queries: int, num_kvpairs: 
     """
     for name, value in (("batch_size", batch_size), ("num_heads", num_heads), ("num_queries", num_queries),
                         ("num_kvpairs", num_kvpairs)):
-        check_positive_int(name, value)
+        require_positive_int(name, value)
     if not isinstance(dtype, torch.dtype):
         raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
     return batch_size * num_heads * num_queries * num_kvpairs * dtype.itemsize
-
-
-class GeneralMultiHeadAttention(MultiHeadAttention):
-    """Multi-head attention whose heads have ``qk_size`` query/key features and ``v_size`` value features.
-
-    Scores only need queries and keys of one size; the values may have another, and
-    ``W_o`` maps the ``num_heads * v_size`` concatenated features to ``num_hiddens``.
-    Only the widths of the four projections differ from :class:`~mha_lib.MultiHeadAttention`:
-    the forward pass is inherited unchanged (masks, ``causal``, ``need_weights``), and
-    ``head_dim`` is ``qk_size``, the size that sets the scale ``1/sqrt(qk_size)``. With
-    ``qk_size = v_size = num_hiddens // num_heads`` it is the standard layer, with the same
-    parameter names and shapes, so ``load_state_dict`` copies weights from one to the other.
-
-    Shape:
-        - queries: ``(batch_size, num_queries, query_size)``
-        - keys: ``(batch_size, num_kvpairs, key_size)``
-        - values: ``(batch_size, num_kvpairs, value_size)``
-        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
-        - output: ``(batch_size, num_queries, num_hiddens)``
-    """
-
-    def __init__(
-        self,
-        key_size: int,
-        query_size: int,
-        value_size: int,
-        num_hiddens: int,
-        num_heads: int,
-        qk_size: int,
-        v_size: int,
-        dropout: float = 0.0,
-        bias: bool = False,
-    ) -> None:
-        for name, size in (("num_hiddens", num_hiddens), ("num_heads", num_heads), ("qk_size", qk_size),
-                           ("v_size", v_size)):
-            check_positive_int(name, size)
-        # The standard layer with num_heads * qk_size hidden features gives W_q and W_k their final shape ...
-        super().__init__(key_size, query_size, value_size, num_heads * qk_size, num_heads, dropout, bias)
-        # ... and the values get heads of v_size features: (value_size -> h*v_size), then (h*v_size -> num_hiddens).
-        self.W_v = nn.Linear(value_size, num_heads * v_size, bias=bias)
-        self.W_o = nn.Linear(num_heads * v_size, num_hiddens, bias=bias)
-        self.qk_size, self.v_size = qk_size, v_size

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from torch import Tensor
 
-from ._checks import check_merge_heads, check_split_heads
+from .._validation import require_merge_input, require_split_input
 from .tables import format_table
 
 __all__ = [
@@ -56,7 +56,7 @@ def trace_transpose_qkv(X: Tensor, num_heads: int) -> list[Step]:
         - steps: ``X``, ``(batch_size, seq_len, num_heads, head_dim)``,
           ``(batch_size, num_heads, seq_len, head_dim)``, ``(batch_size * num_heads, seq_len, head_dim)``
     """
-    check_split_heads(X, num_heads)
+    require_split_input(X, num_heads)
     batch_size, seq_len, num_hiddens = X.shape
     head_dim = num_hiddens // num_heads
     steps = [Step("input", "X", X, "(batch, seq, num_hiddens)")]
@@ -83,7 +83,7 @@ def trace_transpose_output(X: Tensor, num_heads: int) -> list[Step]:
         - steps: ``X``, ``(batch_size, num_heads, seq_len, head_dim)``,
           ``(batch_size, seq_len, num_heads, head_dim)``, ``(batch_size, seq_len, num_heads * head_dim)``
     """
-    check_merge_heads(X, num_heads)
+    require_merge_input(X, num_heads)
     folded, seq_len, head_dim = X.shape
     batch_size = folded // num_heads
     steps = [Step("input", "X", X, "(batch*heads, seq, head_dim)")]

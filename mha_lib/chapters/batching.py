@@ -33,10 +33,10 @@ from matplotlib.figure import Figure
 from torch import Tensor
 from torch.utils import benchmark
 
-from ._checks import check_positive_int, check_qkv, check_split_heads
+from .._validation import require_positive_int, require_qkv, require_split_input
+from ..functional import dot_product_attention, transpose_output, transpose_qkv
+from ..utils import cpu_threads
 from .anatomy import mha_flops, score_bytes
-from .functional import scaled_dot_product_attention, transpose_output, transpose_qkv
-from .utils import cpu_threads
 
 __all__ = [
     "IMPLEMENTATIONS",
@@ -89,7 +89,7 @@ def attention_per_sample(queries: Tensor, keys: Tensor, values: Tensor, num_head
     for i in range(queries.shape[0]):
         # one sample, its heads folded: (1, seq, h*d) -> (h, seq, d)
         q, k, v = (transpose_qkv(X[i : i + 1], num_heads) for X in (queries, keys, values))
-        output, _ = scaled_dot_product_attention(q, k, v)  # (h, num_queries, d)
+        output, _ = dot_product_attention(q, k, v)  # (h, num_queries, d)
         outputs.append(transpose_output(output, num_heads))  # (h, num_queries, d) -> (1, num_queries, h*d)
     return torch.cat(outputs)  # -> (batch_size, num_queries, h*d)
 
@@ -108,7 +108,7 @@ def attention_per_head(queries: Tensor, keys: Tensor, values: Tensor, num_heads:
     for j in range(num_heads):
         features = slice(j * head_dim, (j + 1) * head_dim)  # head j's block of the features
         # (batch_size, seq, h*d) -> (batch_size, seq, d), every sample at once
-        output, _ = scaled_dot_product_attention(queries[..., features], keys[..., features], values[..., features])
+        output, _ = dot_product_attention(queries[..., features], keys[..., features], values[..., features])
         outputs.append(output)  # (batch_size, num_queries, d)
     return torch.cat(outputs, dim=-1)  # h times (b, num_queries, d) -> (b, num_queries, h*d)
 
@@ -123,7 +123,7 @@ def attention_batched(queries: Tensor, keys: Tensor, values: Tensor, num_heads: 
     """
     _check_inputs(queries, keys, values, num_heads)
     q, k, v = (transpose_qkv(X, num_heads) for X in (queries, keys, values))  # (b, seq, h*d) -> (b*h, seq, d)
-    output, _ = scaled_dot_product_attention(q, k, v)  # (b*h, num_queries, d)
+    output, _ = dot_product_attention(q, k, v)  # (b*h, num_queries, d)
     return transpose_output(output, num_heads)  # -> (b, num_queries, h*d)
 
 
@@ -140,7 +140,7 @@ def call_plan(batch_size: int, seq_len: int, num_hiddens: int, num_heads: int) -
     """For each implementation: how many attention calls it makes and the queries' shape in each call."""
     for name, value in (("batch_size", batch_size), ("seq_len", seq_len), ("num_hiddens", num_hiddens),
                         ("num_heads", num_heads)):
-        check_positive_int(name, value)
+        require_positive_int(name, value)
     if num_hiddens % num_heads:
         raise ValueError(f"num_hiddens must be divisible by num_heads, got {num_hiddens} and {num_heads}")
     head_dim = num_hiddens // num_heads
@@ -258,8 +258,8 @@ def paired_speedups(slow: Callable[[], object], fast: Callable[[], object], devi
     most of that drift out of the ratio; the median of the ratios is a robust summary.
     """
     device = torch.device(device)
-    check_positive_int("repeats", repeats)
-    check_positive_int("number", number)
+    require_positive_int("repeats", repeats)
+    require_positive_int("number", number)
     slow, fast = _synchronized(slow, device), _synchronized(fast, device)
     timers = [benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=_threads(num_threads))
               for fn in (slow, fast)]
@@ -293,7 +293,7 @@ def _synchronized(fn: Callable[[], object], device: torch.device) -> Callable[[]
 
 
 def _threads(num_threads: int | None) -> int:
-    return torch.get_num_threads() if num_threads is None else check_positive_int("num_threads", num_threads)
+    return torch.get_num_threads() if num_threads is None else require_positive_int("num_threads", num_threads)
 
 
 # ---------------------------------------------------------------- the two sweeps
@@ -373,7 +373,7 @@ def sweep_seq_lens(device: torch.device | str, sweep: LengthSweep = LengthSweep(
                                                                               device, seed))  # (b*h, n, d)
             as_4d = [X.reshape(b, h, seq_len, -1) for X in (queries, keys, values)]  # (b*h, n, d) -> (b, h, n, d)
             calls = {
-                "explicit": lambda q=queries, k=keys, v=values: scaled_dot_product_attention(q, k, v)[0],
+                "explicit": lambda q=queries, k=keys, v=values: dot_product_attention(q, k, v)[0],
                 "sdpa": lambda qkv=as_4d: F.scaled_dot_product_attention(*qkv),
             }
             torch.testing.assert_close(calls["sdpa"]().reshape(b * h, seq_len, -1), calls["explicit"](),
@@ -429,16 +429,16 @@ def _check_sweep(sizes: Sequence[int], name: str, num_hiddens: int, num_heads: i
     if not sizes:
         raise ValueError(f"{name} must list at least one size, got {sizes!r}")
     for size in sizes:
-        check_positive_int(name, size)
-    check_positive_int("num_hiddens", num_hiddens)
-    check_positive_int("num_heads", num_heads)
+        require_positive_int(name, size)
+    require_positive_int("num_hiddens", num_hiddens)
+    require_positive_int("num_heads", num_heads)
     if num_hiddens % num_heads:
         raise ValueError(f"num_hiddens must be divisible by num_heads, got {num_hiddens} and {num_heads}")
 
 
 def _check_inputs(queries: Tensor, keys: Tensor, values: Tensor, num_heads: int) -> None:
-    check_qkv(queries, keys, values, rank=3)
-    check_split_heads(queries, num_heads)
+    require_qkv(queries, keys, values, rank=3)
+    require_split_input(queries, num_heads)
 
 
 def gpu_overtakes_at(cpu_run: dict, gpu_run: dict, implementation: str = "batched") -> int | None:

@@ -1,0 +1,267 @@
+"""The grading engine of the exercises: run a reader's answer against mha_lib and say what went wrong, kindly.
+
+Every checker prints ONE line and returns None, so a wrong answer never ends in a traceback:
+
+    ✅ Correct: <a short confirmation>
+    ❌ Not yet: <a hint that names the likely mistake>
+
+Exceptions raised by your own code are caught and explained in the same way.
+
+Coding exercises pass your function, e.g. ``check_transpose_qkv(my_transpose_qkv)``: it is called on
+seeded inputs of several shapes (copies, so your function cannot spoil them) and its result is
+compared with the reference in mha_lib. When it differs, the checker tries the typical wrong
+solutions of that exercise (view without permute, ``repeat`` for ``repeat_interleave``, a missing
+``1/sqrt(d)``, ...) on the same input; if one of them gives exactly your result, the hint names it.
+"Predict" exercises pass a value: the reader writes ``answer = ((9, 2, 2), 7)`` and runs
+``check_folded_sample(answer)``; known wrong answers get their own hint. (The expected answers are in
+the chapter's module: reading it is allowed, but predicting first teaches more.)
+
+Building blocks for new exercises (each prints and returns None as above):
+
+- ``check_answer(answer, expected, *, name, hints={wrong_answer: hint})``: a predicted value or shape.
+  Tuples, lists, ``torch.Size`` and small tensors compare by value; floats with a relative tolerance.
+- ``check_function(fn, reference, cases, *, name, arg_names, hints={wrong_fn: hint}, mutation_hint=None)``:
+  a reader's function against a reference on each case (a tuple of arguments); results may be tensors,
+  numbers or tuples of them. A hint is chosen when ``wrong_fn`` gives exactly the reader's result (and
+  the reference does not); ``mutation_hint`` is given when the function changes its tensor arguments.
+- ``check_formula(fn, reference, cases, *, name, hints={wrong_fn: hint})``: a reader's formula
+  (FLOPs, parameters, bytes of score memory, ...) as a function; each case is a dict of its arguments,
+  e.g. ``{"num_hiddens": 512, "bias": True}``, passed by position in that order.
+
+Hints may use ``{shape}`` (the shape of the reader's result) and ``{expected_shape}``. For a new exercise,
+add a small wrapper to the chapter's module (``mha_lib/exercises/chNN.py``) rather than calling a building
+block in the notebook: the checker cell stays in the student copy, so an expected value written there
+would give the answer away. In the notebook, the reader's cell is tagged ``solution`` (``make student``
+turns it into a stub) and the next code cell calls the checker.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+__all__ = ["CORRECT", "NOT_YET", "check_answer", "check_formula", "check_function", "contains_ellipsis", "int_cases"]
+
+CORRECT = "✅ Correct: "
+NOT_YET = "❌ Not yet: "
+
+
+def check_answer(answer: Any, expected: Any, *, name: str, hints: Mapping[Any, str] | None = None,
+                 success: str = "") -> None:
+    """Compare a predicted value or shape with the expected one; print a confirmation or a hint."""
+    print(_answer_message(answer, expected, name=name, hints=hints, success=success))
+
+
+def check_function(fn: Any, reference: Callable, cases: Sequence[tuple], *, name: str,
+                   arg_names: Sequence[str], hints: Mapping[Callable, str] | None = None,
+                   success: str = "", mutation_hint: str | None = None) -> None:
+    """Run ``fn`` and ``reference`` on every case (a tuple of arguments); print a confirmation or a hint.
+
+    With ``mutation_hint``, a function that changes its tensor arguments in place gets that hint.
+    """
+    print(_function_message(fn, reference, cases, name=name, arg_names=arg_names, hints=hints, success=success,
+                            mutation_hint=mutation_hint))
+
+
+def check_formula(fn: Any, reference: Callable[..., Any], cases: Sequence[Mapping[str, Any]], *, name: str,
+                  hints: Mapping[Callable, str] | None = None, success: str = "") -> None:
+    """Check a formula written as a function, e.g. ``fn(num_hiddens, bias)``; each case is a dict of its arguments.
+
+    The arguments are passed by position, in the order of the dict, so the reader may name them freely.
+    """
+    def call(f: Callable) -> Callable:
+        return lambda case: f(*case.values())
+
+    wrapped = {call(wrong): hint for wrong, hint in (hints or {}).items()}
+    if not callable(fn):
+        print(_not_callable(fn, name))
+        return
+    print(_function_message(call(fn), call(reference), [(dict(case),) for case in cases], name=name,
+                            arg_names=["arguments"], hints=wrapped, success=success, keywords=True))
+
+
+
+def int_cases(specs: Sequence[tuple[int, int, int, int]]) -> list[tuple]:
+    """Inputs ``torch.arange(b*n*hd).reshape(b, n, hd)`` (every number different) with ``num_heads``."""
+    return [(torch.arange(b * n * hd).reshape(b, n, hd), h) for b, n, hd, h in specs]
+
+
+def _answer_message(answer: Any, expected: Any, *, name: str, hints: Mapping[Any, str] | None,
+                    success: str) -> str:
+    if contains_ellipsis(answer):
+        return NOT_YET + f"replace each ... in your answer with your prediction of {name}, then run this cell again."
+    given = _plain(answer)
+    if _same(given, expected):
+        return CORRECT + (success or f"{name} is {_show(expected)}.")
+    for wrong, hint in (hints or {}).items():
+        if _same(given, _plain(wrong)):
+            return NOT_YET + hint
+    if _form(given) != _form(expected):
+        return NOT_YET + (f"write {name} in the form {_form(expected)}, with a number in place of each ...; "
+                          f"your answer {_show(given)} has another form.")
+    return NOT_YET + f"{_show(given)} is not {name}. Check your reasoning step by step, then try again."
+
+
+def _function_message(fn: Any, reference: Callable, cases: Sequence[tuple], *, name: str, arg_names: Sequence[str],
+                      hints: Mapping[Callable, str] | None, success: str, mutation_hint: str | None = None,
+                      keywords: bool = False) -> str:
+    if not callable(fn):
+        return _not_callable(fn, name)
+    for args in cases:
+        where = _describe_case(arg_names, args, keywords)
+        expected = reference(*_copy(args))
+        given_args = _copy(args)
+        try:
+            got = fn(*given_args)
+        except NotImplementedError:
+            return NOT_YET + (f"{name} still raises NotImplementedError. Write its body in the cell above (delete "
+                              f"the raise line), run that cell, then run this one again.")
+        except Exception as error:  # noqa: BLE001 - any error in the reader's code becomes a hint
+            return NOT_YET + _explain_error(error, name, where, arg_names if not keywords else list(args[0]))
+        if mutation_hint and not all(_same(a, b) for a, b in zip(given_args, args, strict=True)):
+            return NOT_YET + mutation_hint
+        if _same(got, expected):
+            continue
+        for wrong, hint in (hints or {}).items():
+            try:
+                candidate = wrong(*_copy(args))
+            except Exception:  # noqa: BLE001 - a wrong variant that cannot run on this case cannot match
+                continue
+            if not _same(candidate, expected) and _same(got, candidate):
+                return NOT_YET + hint.format(shape=_shape(got), expected_shape=_shape(expected))
+        return NOT_YET + _difference(got, expected, name, where)
+    return CORRECT + (success or f"{name} agrees with the reference on {len(cases)} inputs.")
+
+
+def _not_callable(fn: Any, name: str) -> str:
+    if fn is ... or fn is None:
+        return NOT_YET + f"pass your function {name} itself (no brackets), e.g. check_...({name})."
+    return NOT_YET + f"pass a function (e.g. {name}, without brackets), got {type(fn).__name__}."
+
+
+def _explain_error(error: Exception, name: str, where: str, arg_names: Sequence[str]) -> str:
+    message = str(error).split("\n")[0].rstrip(".")
+    kind = type(error).__name__
+    if isinstance(error, TypeError) and ("positional argument" in message or "unexpected keyword" in message):
+        return (f"{name} could not be called with {len(arg_names)} arguments ({kind}: {message}). "
+                f"It should take ({', '.join(arg_names)}), in this order.")
+    if "without overflow" in message:
+        return (f"a fill value in {name} does not fit in the dtype of the scores ({where}): {message}. A number "
+                f"like -1e9 is outside the float16 range; use torch.finfo(X.dtype).min, the dtype's own minimum.")
+    if "view size is not compatible" in message:
+        return (f"view(...) failed in {name} ({where}) because the tensor is not contiguous: after a transpose "
+                f"or permute its elements are out of memory order. Use reshape(...), or .contiguous() before view.")
+    if "is invalid for input of size" in message:
+        return (f"a view/reshape in {name} asked for a shape that does not hold the same number of elements "
+                f"({where}): {message}. Compute the sizes from the input, e.g. head_dim = num_hiddens // num_heads.")
+    if "cannot be multiplied" in message or "Expected size for first two dimensions" in message \
+            or "must match the size of tensor" in message or "Expected batch2_sizes" in message:
+        return (f"the shapes did not fit in {name} ({where}): {message}. In queries @ keys^T the keys must be "
+                f"transposed over their last two axes: keys.transpose(-2, -1).")
+    if isinstance(error, NameError):
+        return (f"{name} uses a name that does not exist ({kind}: {message}). Use only its arguments and names "
+                f"defined in the notebook.")
+    return f"{name} raised {kind}: {message} ({where}). Fix the cell above, run it, then run this cell again."
+
+
+def _difference(got: Any, expected: Any, name: str, where: str) -> str:
+    if isinstance(expected, tuple) and not isinstance(got, tuple):
+        return (f"{name} should return {len(expected)} results as a tuple, ({', '.join(['...'] * len(expected))}), "
+                f"got a {type(got).__name__} ({where}).")
+    if isinstance(expected, tuple):
+        if len(got) != len(expected):
+            return f"{name} should return {len(expected)} results, got {len(got)} ({where})."
+        for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+            if not _same(g, e):
+                return _difference(g, e, f"result {i} of {name}", where)
+    if got is None:
+        return f"{name} returned None ({where}). Did you forget the return statement?"
+    if isinstance(expected, Tensor):
+        if not isinstance(got, Tensor):
+            return f"{name} should return a tensor, got {type(got).__name__} ({where})."
+        if got.shape != expected.shape:
+            return f"your output has shape {_shape(got)} but should have {_shape(expected)} ({where})."
+        if torch.isnan(got.double()).any() and not torch.isnan(expected.double()).any():
+            return f"your output contains NaN ({where}); the reference has none."
+        diff = (got.double() - expected.double()).abs()
+        index = tuple(int(i) for i in (diff == diff.max()).nonzero()[0])
+        return (f"your output has the right shape {_shape(got)} but different values ({where}): at index {index} "
+                f"it is {_number(got[index])}, expected {_number(expected[index])}.")
+    return f"{name} gave {_show(_plain(got))}, expected {_show(expected)} ({where})."
+
+
+def _describe_case(arg_names: Sequence[str], args: tuple, keywords: bool) -> str:
+    if keywords:
+        return "for " + ", ".join(f"{k}={v!r}" for k, v in args[0].items())
+    parts = []
+    for arg_name, value in zip(arg_names, args, strict=True):
+        if isinstance(value, Tensor):
+            unusual = "" if value.dtype in (torch.float32, torch.int64) else f" in {str(value.dtype)[6:]}"
+            parts.append(f"{arg_name} of shape {_shape(value)}{unusual}" if value.dim() != 1 or value.numel() > 8
+                         else f"{arg_name} = {value.tolist()}")
+        elif isinstance(value, torch.nn.Module):
+            continue
+        else:
+            parts.append(f"{arg_name}={value!r}")
+    return "for " + ", ".join(parts)
+
+
+def _copy(args: tuple) -> tuple:
+    return tuple(a.clone() if isinstance(a, Tensor) else a for a in args)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values: tensors of equal shape (close for floats), numbers (close), sequences element by element."""
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a.shape != b.shape:
+            return False
+        low_precision = {a.dtype, b.dtype} & {torch.float16, torch.bfloat16}
+        tolerance = 2e-3 if low_precision else 1e-5
+        a, b = a.detach().double(), b.detach().double()
+        return bool(torch.allclose(a, b, rtol=10 * tolerance, atol=tolerance, equal_nan=True))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def _plain(x: Any) -> Any:
+    """An answer in plain Python: torch.Size and lists become tuples, small tensors nested tuples of numbers."""
+    if isinstance(x, Tensor):
+        return x.item() if x.dim() == 0 else tuple(_plain(row) for row in x)
+    if isinstance(x, (tuple, list)):  # torch.Size is a tuple
+        return tuple(_plain(item) for item in x)
+    return x
+
+
+def contains_ellipsis(x: Any) -> bool:
+    return x is ... or (isinstance(x, (tuple, list)) and any(contains_ellipsis(item) for item in x))
+
+
+def _form(x: Any) -> str:
+    """The form of an answer with ... for each number: ((6, 1), 2) -> '((..., ...), ...)'."""
+    if isinstance(x, tuple):
+        return "(" + ", ".join(_form(item) for item in x) + ("," if len(x) == 1 else "") + ")"
+    return "..." if isinstance(x, (int, float)) and not isinstance(x, bool) else type(x).__name__
+
+
+def _show(x: Any) -> str:
+    return repr(x)
+
+
+def _shape(x: Any) -> str:
+    return str(tuple(x.shape)) if isinstance(x, Tensor) else type(x).__name__
+
+
+def _number(x: Tensor) -> str:
+    value = x.item()
+    return str(value) if isinstance(value, int) else f"{value:.4g}"

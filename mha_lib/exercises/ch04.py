@@ -1,0 +1,113 @@
+"""The exercises of chapter 04, the multi-head attention module.
+
+``check_mha_shapes``, ``check_mha_parameter_answer``, ``check_count_mha_parameters``, ``check_mha_forward``
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..chapters.anatomy import count_parameters
+from ..functional import masked_softmax, transpose_output, transpose_qkv
+from ..modules import MultiHeadAttention
+from ._engine import check_answer, check_formula, check_function
+
+__all__ = ['check_count_mha_parameters', 'check_mha_forward', 'check_mha_parameter_answer', 'check_mha_shapes']
+
+
+def check_mha_shapes(answer: Any) -> None:
+    """Exercise: output and ``.attention_weights`` shapes of MultiHeadAttention(16, 12, 24, 48, 6), b=4, 3 q, 7 kv."""
+    check_answer(answer, ((4, 3, 48), (4, 6, 3, 7)), name="the two shapes", hints={
+        ((4, 3, 24), (4, 6, 3, 7)): "the output comes from W_o, which maps to num_hiddens = 48 features, "
+                                    "whatever the size of the values.",
+        ((4, 3, 12), (4, 6, 3, 7)): "the output has as many rows as the queries, but num_hiddens = 48 features, "
+                                    "not query_size.",
+        ((4, 3, 48), (24, 3, 7)): "(24, 3, 7) is the folded layout inside the layer; .attention_weights is "
+                                  "unfolded to (batch_size, num_heads, num_queries, num_kvpairs).",
+        ((4, 3, 48), (4, 6, 7, 3)): "weights have one row per query and one column per key: "
+                                    "(batch_size, num_heads, num_queries, num_kvpairs).",
+        ((4, 7, 48), (4, 6, 7, 7)): "the output has one row per QUERY (3), not per key-value pair.",
+    }, success="output (batch_size, num_queries, num_hiddens); weights (batch_size, num_heads, queries, kvpairs).")
+
+
+def check_mha_parameter_answer(answer: Any) -> None:
+    """Exercise: the parameter count of ``MultiHeadAttention(256, 256, 256, 512, 8, bias=True)``."""
+    check_answer(answer, 657_408, name="the parameter count", hints={
+        655_360: "you forgot the biases: bias=True gives each of the four projections num_hiddens = 512 biases.",
+        1_050_624: "that is 4 * 512^2 + 4 * 512, as if the inputs had 512 features. W_q, W_k and W_v take 256 "
+                   "input features: each is 256 x 512 (plus 512 biases); only W_o is 512 x 512.",
+        1_048_576: "that is 4 * 512^2: W_q, W_k and W_v take 256 input features (256 x 512 each), and bias=True "
+                   "adds biases.",
+        5_259_264: "the number of heads does not change the count: the heads split num_hiddens between them.",
+    }, success="3 * (256 * 512 + 512) + (512 * 512 + 512) = 657408; the number of heads plays no part.")
+
+
+def _params_reference(num_hiddens: int, bias: bool) -> int:
+    with torch.device("meta"):  # counts the real layer's parameters without allocating them
+        layer = MultiHeadAttention(num_hiddens, num_hiddens, num_hiddens, num_hiddens, num_heads=1, bias=bias)
+    return count_parameters(layer)
+
+
+def check_count_mha_parameters(fn: Any) -> None:
+    """Exercise: ``count_mha_parameters(num_hiddens, bias)`` for a layer with query/key/value size = num_hiddens."""
+    cases = [{"num_hiddens": 8, "bias": False}, {"num_hiddens": 8, "bias": True},
+             {"num_hiddens": 100, "bias": True}, {"num_hiddens": 512, "bias": False}]
+    check_formula(fn, _params_reference, cases, name="count_mha_parameters", hints={
+        lambda num_hiddens, bias: 4 * num_hiddens ** 2:
+            "you ignored bias: with bias=True each of the four projections adds num_hiddens biases.",
+        lambda num_hiddens, bias: 3 * num_hiddens ** 2 + (3 * num_hiddens if bias else 0):
+            "you counted three projections; do not forget the output projection W_o (4 in all).",
+        lambda num_hiddens, bias: 4 * num_hiddens ** 2 + (num_hiddens if bias else 0):
+            "each of the four projections has its own bias vector: 4 * num_hiddens biases.",
+        lambda num_hiddens, bias: 4 * num_hiddens ** 2 + (4 * num_hiddens ** 2 if bias else 0):
+            "a bias has one number per output feature (num_hiddens), not a whole matrix.",
+    }, success="4 * num_hiddens^2 weights, plus 4 * num_hiddens biases when bias=True.")
+
+
+def _mha_variant(mha: MultiHeadAttention, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor, *,
+                 tiled: bool = False, scale: str = "head_dim", output_projection: bool = True) -> Tensor:
+    h = mha.num_heads
+    Q, K, V = (transpose_qkv(X, h) for X in (mha.W_q(queries), mha.W_k(keys), mha.W_v(values)))
+    lens = valid_lens.repeat(h) if tiled else valid_lens.repeat_interleave(h)
+    d = {"head_dim": Q.shape[-1], "num_hiddens": Q.shape[-1] * h, "none": 1}[scale]
+    weights = masked_softmax(Q @ K.transpose(1, 2) / math.sqrt(d), lens)
+    output = transpose_output(weights @ V, h)
+    return mha.W_o(output) if output_projection else output
+
+
+def _mha_cases() -> list[tuple]:
+    generator = torch.Generator().manual_seed(2)
+    cases = []
+    for batch_size, num_queries, num_kvpairs, sizes, num_hiddens, num_heads, lens in [
+        (2, 3, 5, (6, 6, 6), 8, 2, [2, 5]), (3, 4, 4, (5, 7, 3), 12, 3, [4, 1, 3]), (2, 2, 6, (4, 4, 4), 16, 4, [6, 3])
+    ]:
+        torch.manual_seed(int(torch.randint(0, 10_000, (1,), generator=generator)))
+        mha = MultiHeadAttention(sizes[1], sizes[0], sizes[2], num_hiddens, num_heads).eval()
+        cases.append((mha, torch.randn(batch_size, num_queries, sizes[0], generator=generator),
+                      torch.randn(batch_size, num_kvpairs, sizes[1], generator=generator),
+                      torch.randn(batch_size, num_kvpairs, sizes[2], generator=generator), torch.tensor(lens)))
+    return cases
+
+
+def check_mha_forward(fn: Any) -> None:
+    """Exercise: ``my_mha_forward(mha, queries, keys, values, valid_lens)``, the same as ``mha(...)``."""
+    with torch.random.fork_rng():
+        cases = _mha_cases()
+    check_function(fn, lambda mha, q, k, v, lens: mha(q, k, v, lens), cases, name="my_mha_forward",
+                   arg_names=["mha", "queries", "keys", "values", "valid_lens"], hints={
+        lambda *a: _mha_variant(*a, tiled=True):
+            "the heads of one sentence got the valid length of another: use valid_lens.repeat_interleave(num_heads),"
+            " not repeat (the heads of one sentence sit next to each other in the folded batch).",
+        lambda *a: _mha_variant(*a, output_projection=False):
+            "you stopped after concatenating the heads: step 5 is the output projection, mha.W_o(...).",
+        lambda *a: _mha_variant(*a, scale="num_hiddens"):
+            "you scaled by sqrt(num_hiddens); each head takes dot products of head_dim features, so divide by "
+            "sqrt(head_dim).",
+        lambda *a: _mha_variant(*a, scale="none"):
+            "the scores are not scaled: divide them by sqrt(head_dim) before the softmax.",
+    }, success="project, split heads, attend with repeat_interleave'd valid_lens, concatenate, project: "
+               "the same as mha(...).")

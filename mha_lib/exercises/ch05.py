@@ -1,0 +1,76 @@
+"""The exercises of chapter 05, the interactive explorer.
+
+``check_num_heads_options``, ``check_explorer_split_shape``, ``check_mha_flops``,
+``check_score_memory_answer``
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..chapters.anatomy import mha_flops
+from ._engine import check_answer, check_formula, contains_ellipsis
+
+__all__ = ['check_explorer_split_shape', 'check_mha_flops', 'check_num_heads_options', 'check_score_memory_answer']
+
+
+def check_num_heads_options(answer: Any) -> None:
+    """Exercise: the values the ``num_heads`` slider offers when ``num_hiddens = 48``."""
+    expected = [1, 2, 3, 4, 6, 8, 12, 16, 24, 48]
+    hints = {
+        tuple(expected[1:]): "1 divides 48 too: a single head of 48 features is allowed.",
+        tuple(expected[:-1]): "48 divides 48 too: 48 heads of one feature each are allowed.",
+        tuple(expected[1:-1]): "1 and 48 divide 48 too: one head of 48 features, or 48 heads of one.",
+        (1, 2, 4, 8, 16, 48): "3, 6, 12 and 24 divide 48 as well: 48 = 2^4 * 3, so the divisors mix powers of 2 and 3.",
+        (2, 4, 8, 16, 32, 48): "32 does not divide 48 (48 / 32 = 1.5); the slider offers only divisors.",
+    }
+    if isinstance(answer, (list, tuple, set)) and not contains_ellipsis(answer):
+        answer = tuple(sorted(answer)) if all(isinstance(a, int) for a in answer) else tuple(answer)
+    check_answer(answer, tuple(expected), name="the num_heads options", hints=hints,
+                 success="the divisors of 48; each one gives a whole head_dim = 48 / num_heads.")
+
+
+def check_explorer_split_shape(answer: Any) -> None:
+    """Exercise: the split-heads shape of the queries for d=48, h=6, batch_size=3, num_queries=5."""
+    check_answer(answer, (18, 5, 8), name="the shape", hints={
+        (3, 6, 5, 8): "that is the 4-D layout (batch, heads, queries, head_dim); transpose_qkv folds the heads "
+                      "into the batch axis: (batch_size * num_heads, num_queries, head_dim).",
+        (3, 5, 8): "the heads are folded into the batch axis, so the first axis is batch_size * num_heads = 18.",
+        (18, 5, 6): "the last axis is head_dim = num_hiddens / num_heads = 48 / 6, not num_heads.",
+        (18, 8, 5): "the queries come before the features: (batch_size * num_heads, num_queries, head_dim).",
+        (18, 5, 48): "each head sees only its slice: head_dim = 48 / 6 features, not all 48.",
+    }, success="(batch_size * num_heads, num_queries, head_dim) = (3 * 6, 5, 48 / 6).")
+
+
+def _mha_flops_total(batch_size: int, num_queries: int, num_kvpairs: int, num_hiddens: int) -> int:
+    return mha_flops(batch_size, num_queries, num_kvpairs, num_hiddens, num_heads=1)["total"]
+
+
+def check_mha_flops(fn: Any) -> None:
+    """Exercise: ``my_mha_flops(batch_size, num_queries, num_kvpairs, num_hiddens)``, the total FLOPs of one layer."""
+    cases = [{"batch_size": 1, "num_queries": 2, "num_kvpairs": 3, "num_hiddens": 4},
+             {"batch_size": 2, "num_queries": 6, "num_kvpairs": 8, "num_hiddens": 64},
+             {"batch_size": 3, "num_queries": 128, "num_kvpairs": 16, "num_hiddens": 512}]
+    check_formula(fn, _mha_flops_total, cases, name="my_mha_flops", hints={
+        lambda b, n_q, n_kv, d: _mha_flops_total(b, n_q, n_kv, d) // 2:
+            "you counted one FLOP per multiply-add; count two (a multiply and an add), as PyTorch does.",
+        lambda b, n_q, n_kv, d: _mha_flops_total(b, n_q, n_kv, d) - 2 * b * n_q * d * d:
+            "one projection is missing: W_q, W_k, W_v and the output projection W_o each cost 2 * rows * d^2.",
+        lambda b, n_q, n_kv, d: _mha_flops_total(b, n_q, n_kv, d) - 2 * b * n_q * n_kv * d:
+            "attention has TWO products: the scores Q K^T and the weighted sum weights @ V.",
+        lambda b, n_q, n_kv, d: 8 * b * n_q * d * d + 4 * b * n_q * n_q * d:
+            "the keys and values have num_kvpairs rows, not num_queries: W_k and W_v cost 2 * b * n_kv * d^2 "
+            "each, and the products 2 * b * n_q * n_kv * d each.",
+    }, success="4 * b * (n_q + n_kv) * d^2 for the projections + 4 * b * n_q * n_kv * d for attention.")
+
+
+def check_score_memory_answer(answer: Any) -> None:
+    """Exercise: bytes of float32 scores for 16 heads, batch 8, 1024 tokens."""
+    check_answer(answer, 536_870_912, name="the number of bytes", hints={
+        134_217_728: "that is the number of scores; each float32 score takes 4 bytes.",
+        33_554_432: "every head has its own score matrix: multiply by num_heads = 16.",
+        1_073_741_824: "that counts the scores and the softmax weights together; the question asks for the "
+                       "scores only.",
+        524_288: "the score matrix is num_queries x num_kvpairs = 1024 x 1024 per head and sequence: it grows "
+                 "as n^2, not n.",
+    }, success="8 * 16 * 1024 * 1024 * 4 bytes = 512 MiB, for one layer's scores alone.")

@@ -1,0 +1,54 @@
+"""The exercises of chapter 07, batching.
+
+``check_call_counts``, ``check_score_bytes_answer``, ``check_attention_flops``
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..chapters.anatomy import mha_flops
+from ._engine import check_answer, check_formula
+
+__all__ = ['check_attention_flops', 'check_call_counts', 'check_score_bytes_answer']
+
+
+def check_call_counts(answer: Any) -> None:
+    """Exercise: calls of the per-sample loop, the per-head loop and the batched version for b=64, h=8."""
+    check_answer(answer, (64, 8, 1), name="the numbers of calls", hints={
+        (64, 512, 1): "the loop over heads runs one call per HEAD, each with the whole batch inside it: 8 calls.",
+        (512, 8, 1): "the loop over samples runs one call per sample (64); the heads of a sample go together.",
+        (64, 8, 8): "the batched version folds the heads into the batch axis: one call for everything.",
+        (1, 8, 64): "the order is (loop over samples, loop over heads, batched).",
+    }, success="batch_size calls, num_heads calls, and one call with (batch_size * num_heads) samples.")
+
+
+def check_score_bytes_answer(answer: Any) -> None:
+    """Exercise: bytes of one float16 score tensor for batch_size=8, 12 heads, 4096 tokens."""
+    check_answer(answer, 3_221_225_472, name="the number of bytes", hints={
+        6_442_450_944: "that is float32 (4 bytes per score); float16 takes 2 bytes.",
+        1_610_612_736: "that is the number of scores; each float16 score takes 2 bytes.",
+        268_435_456: "every head has its own score matrix: multiply by num_heads = 12.",
+        786_432: "the score matrix is 4096 x 4096 per head and sequence: it grows as n^2, not n.",
+    }, success="8 * 12 * 4096 * 4096 * 2 bytes = 3 GiB, even in float16: the reason for fused kernels.")
+
+
+def _attention_flops(batch_size: int, seq_len: int, num_hiddens: int) -> int:
+    flops = mha_flops(batch_size, seq_len, seq_len, num_hiddens, num_heads=1)
+    return flops["scores"] + flops["weights @ values"]
+
+
+def check_attention_flops(fn: Any) -> None:
+    """Exercise: ``my_attention_flops(batch_size, seq_len, num_hiddens)``, the two products of self-attention."""
+    cases = [{"batch_size": 1, "seq_len": 3, "num_hiddens": 2}, {"batch_size": 32, "seq_len": 128, "num_hiddens": 64},
+             {"batch_size": 2, "seq_len": 4096, "num_hiddens": 768}]
+    check_formula(fn, _attention_flops, cases, name="my_attention_flops", hints={
+        lambda b, n, d: 2 * b * n * n * d:
+            "attention has TWO products (Q K^T and weights @ V), or you counted one FLOP per multiply-add: "
+            "the answer is 2 products x 2 FLOPs x b * n^2 * d.",
+        lambda b, n, d: b * n * n * d:
+            "count both products, Q K^T and weights @ V, and two FLOPs (a multiply and an add) for each "
+            "multiply-add.",
+        lambda b, n, d: 4 * b * n * d:
+            "every query meets every key: each product has n * n * d multiply-adds, so the count grows as n^2.",
+    }, success="4 * batch_size * seq_len^2 * num_hiddens, whatever the number of heads.")
