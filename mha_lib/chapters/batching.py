@@ -158,7 +158,7 @@ def attention_flops(batch_size: int, num_queries: int, num_kvpairs: int, num_hid
     """FLOPs of the two matrix products of attention, ``Q K^T`` and ``weights @ V``, all heads together.
 
     That is ``4 * batch_size * num_queries * num_kvpairs * num_hiddens``, whatever the number
-    of heads (see :func:`mha_lib.anatomy.mha_flops`, which also counts the projections).
+    of heads (see :func:`mha_lib.chapters.anatomy.mha_flops`, which also counts the projections).
     """
     flops = mha_flops(batch_size, num_queries, num_kvpairs, num_hiddens, num_heads=1)
     return flops["scores"] + flops["weights @ values"]

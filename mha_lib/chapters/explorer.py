@@ -91,8 +91,8 @@ class Costs:
     num_heads: int
     head_dim: int
     parameters: int  # counted on the layer, 4*d^2 (+ 4*d with bias)
-    flops: dict[str, int]  # see mha_lib.anatomy.mha_flops
-    score_bytes: int  # see mha_lib.anatomy.score_bytes
+    flops: dict[str, int]  # see mha_lib.chapters.anatomy.mha_flops
+    score_bytes: int  # see mha_lib.chapters.anatomy.score_bytes
     shape: tuple[int, int, int]  # (batch_size, num_queries, num_kvpairs)
 
 
@@ -497,7 +497,7 @@ def plot_scaling(d: int, variance: ScoreVariance, saturation: SoftmaxSaturation,
     """Left: histograms of ``q . k`` with and without scaling. Right: softmax of one row of scores, both ways.
 
     The numbers in the legends come from ``variance`` and ``saturation``
-    (:func:`mha_lib.scaling.measure_score_variance` and ``measure_softmax_saturation``).
+    (:func:`mha_lib.chapters.scaling.measure_score_variance` and ``measure_softmax_saturation``).
     """
     _check_type("variance", variance, ScoreVariance)
     _check_type("saturation", saturation, SoftmaxSaturation)
