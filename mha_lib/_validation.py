@@ -1,7 +1,14 @@
-"""Argument checks shared by the library: each one fails with a message that names
-the argument, what was expected and what came."""
+"""Argument checks for the public entry points of the library.
+
+Each check raises ``TypeError`` (wrong kind of thing) or ``ValueError`` (right kind, wrong value) with a
+message that names the argument, what was expected and what came. They run once per call, at the public
+boundary: ``MultiHeadAttention.forward``, ``dot_product_attention``, ``transpose_qkv`` and the other public
+functions check their arguments, then call private helpers that trust them.
+"""
 
 from __future__ import annotations
+
+import numbers
 
 import torch
 from torch import Tensor
@@ -21,25 +28,7 @@ def require_tensor(name: str, x: object, rank: int | None, layout: str, floating
     return x
 
 
-def require_features(name: str, x: Tensor, expected: int, size_name: str) -> None:
-    """Require the last axis of ``x`` to match the size the layer was built with."""
-    if x.shape[-1] != expected:
-        raise ValueError(
-            f"{name} has {x.shape[-1]} features (last axis of shape {tuple(x.shape)}) "
-            f"but the layer was built with {size_name}={expected}"
-        )
-
-
-def require_layer_dtype(name: str, x: Tensor, weight: Tensor) -> None:
-    """Require inputs in the dtype of the layer's weights, which nn.Linear needs."""
-    if x.dtype != weight.dtype:
-        raise TypeError(
-            f"{name} has dtype {x.dtype} but the layer's weights are {weight.dtype}; "
-            f"convert one of them, e.g. layer.to({x.dtype}) or {name}.to({weight.dtype})"
-        )
-
-
-def require_qkv(queries: Tensor, keys: Tensor, values: Tensor, rank: int | None = None) -> None:
+def require_qkv(queries: object, keys: object, values: object, rank: int | None = None) -> None:
     """Require queries, keys and values that can attend to one another.
 
     With ``rank`` None any rank >= 2 is accepted, as long as all three agree.
@@ -71,14 +60,45 @@ def require_qkv(queries: Tensor, keys: Tensor, values: Tensor, rank: int | None 
         )
 
 
+def require_features(name: str, x: Tensor, expected: int, size_name: str) -> None:
+    """Require the last axis of ``x`` to match the size the layer was built with."""
+    if x.shape[-1] != expected:
+        raise ValueError(
+            f"{name} has {x.shape[-1]} features (last axis of shape {tuple(x.shape)}) "
+            f"but the layer was built with {size_name}={expected}"
+        )
+
+
+def require_layer_dtype(name: str, x: Tensor, weight: Tensor) -> None:
+    """Require inputs in the dtype of the layer's weights, which nn.Linear needs."""
+    if x.dtype != weight.dtype:
+        raise TypeError(
+            f"{name} has dtype {x.dtype} but the layer's weights are {weight.dtype}; "
+            f"convert one of them, e.g. layer.to({x.dtype}) or {name}.to({weight.dtype})"
+        )
+
+
 def require_positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    """Require a whole number >= 1 (a Python or NumPy integer, not a bool); return it as an int."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive int, got {value!r} (a {type(value).__name__})")
+    if value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def require_bool(name: str, value: object) -> bool:
+    """Require True or False; a string such as "no" or None would otherwise pick a branch silently."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r} (a {type(value).__name__})")
     return value
 
 
 def require_dropout(dropout: object) -> float:
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+    """Require a dropout probability in [0, 1)."""
+    if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real):
+        raise TypeError(f"dropout must be a probability in [0, 1), got {dropout!r} (a {type(dropout).__name__})")
+    if not 0 <= dropout < 1:
         raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
     return float(dropout)
 
@@ -99,6 +119,36 @@ def require_bool_mask(name: str, mask: object, target: tuple[int, ...], target_n
         raise ValueError(
             f"{name} must broadcast to {target_name} = {tuple(target)}, got shape {tuple(mask.shape)}"
         )
+
+
+def require_valid_lens(valid_lens: object, shapes: tuple[tuple[int, ...], ...], shape_names: str,
+                       num_kvpairs: int) -> None:
+    """Require integer valid lengths of one of ``shapes``, each in ``[0, num_kvpairs]``.
+
+    The values are checked where that is free: on the CPU. On a GPU reading them back would stop the
+    device on every call, so there a length outside the range is not an error: below 0 it hides every
+    key, above ``num_kvpairs`` it hides none.
+    """
+    if not isinstance(valid_lens, Tensor):
+        raise TypeError(f"valid_lens must be a tensor of integers, got {type(valid_lens).__name__}")
+    if valid_lens.dtype.is_floating_point or valid_lens.dtype.is_complex or valid_lens.dtype == torch.bool:
+        raise TypeError(
+            f"valid_lens must hold integers (e.g. torch.long), got dtype {valid_lens.dtype}; "
+            "a length of 2.5 key-value pairs has no meaning"
+        )
+    if tuple(valid_lens.shape) not in shapes:
+        raise ValueError(
+            f"valid_lens must have shape {' or '.join(str(shape) for shape in shapes)}, "
+            f"i.e. {shape_names}, got {tuple(valid_lens.shape)}"
+        )
+    if valid_lens.device.type == "cpu" and valid_lens.numel():
+        lengths = valid_lens.reshape(-1).tolist()
+        low, high = min(lengths), max(lengths)
+        if low < 0 or high > num_kvpairs:
+            raise ValueError(
+                f"valid_lens must lie in [0, {num_kvpairs}] (the number of key-value pairs), "
+                f"got values from {low} to {high}"
+            )
 
 
 def require_heads_divide(num_hiddens: int, num_heads: int) -> None:

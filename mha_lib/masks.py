@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._validation import require_bool_mask, require_positive_int
+from ._validation import require_bool, require_bool_mask, require_positive_int, require_valid_lens
 
 __all__ = ["attention_mask", "causal_mask", "sequence_mask"]
 
@@ -26,10 +26,10 @@ def sequence_mask(valid_lens: Tensor, num_kvpairs: int) -> Tensor:
         - valid_lens: any shape ``S``, integer values in ``[0, num_kvpairs]``
         - output: ``S + (num_kvpairs,)``, boolean
     """
-    require_positive_int("num_kvpairs", num_kvpairs)
-    _check_valid_lens_values(valid_lens, num_kvpairs)
-    positions = torch.arange(num_kvpairs, device=valid_lens.device)  # (num_kvpairs,)
-    return positions < valid_lens.unsqueeze(-1)  # S -> S + (num_kvpairs,)
+    num_kvpairs = require_positive_int("num_kvpairs", num_kvpairs)
+    shape = tuple(valid_lens.shape) if isinstance(valid_lens, Tensor) else ()
+    require_valid_lens(valid_lens, (shape,), "any shape", num_kvpairs)
+    return _sequence_mask(valid_lens, num_kvpairs)
 
 
 def causal_mask(
@@ -43,10 +43,8 @@ def causal_mask(
     Shape:
         - output: ``(num_queries, num_kvpairs)``, boolean; ``num_kvpairs`` defaults to ``num_queries``
     """
-    if num_kvpairs is None:
-        num_kvpairs = num_queries
-    require_positive_int("num_queries", num_queries)
-    require_positive_int("num_kvpairs", num_kvpairs)
+    num_queries = require_positive_int("num_queries", num_queries)
+    num_kvpairs = num_queries if num_kvpairs is None else require_positive_int("num_kvpairs", num_kvpairs)
     return torch.ones(num_queries, num_kvpairs, dtype=torch.bool, device=device).tril()
 
 
@@ -70,52 +68,40 @@ def attention_mask(
         - attn_mask: boolean, broadcastable to ``(batch_size, num_queries, num_kvpairs)``
         - output: ``(batch_size or 1, num_queries or 1, num_kvpairs)``, boolean, or None
     """
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False, got {causal!r}")
-    masks = []
+    require_bool("causal", causal)
     if valid_lens is not None:
-        _check_valid_lens_shape(valid_lens, batch_size, num_queries)
-        mask = sequence_mask(valid_lens.to(device), num_kvpairs)
-        if valid_lens.dim() == 1:
-            mask = mask.unsqueeze(1)  # (batch, kvpairs) -> (batch, 1, kvpairs)
-        masks.append(mask)
-    if causal:
-        masks.append(causal_mask(num_queries, num_kvpairs, device=device))  # (queries, kvpairs)
+        require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)),
+                           "(batch_size,) or (batch_size, num_queries)", num_kvpairs)
     if attn_mask is not None:
         target = (batch_size, num_queries, num_kvpairs)
         require_bool_mask("attn_mask", attn_mask, target, "(batch_size, num_queries, num_kvpairs)")
-        masks.append(attn_mask.to(device))
-    if not masks:
+    return _attention_mask(num_queries, num_kvpairs, valid_lens, causal, attn_mask, device)
+
+
+def _sequence_mask(valid_lens: Tensor, num_kvpairs: int) -> Tensor:
+    """:func:`sequence_mask` for arguments that were checked already."""
+    positions = torch.arange(num_kvpairs, device=valid_lens.device)  # (num_kvpairs,)
+    return positions < valid_lens.unsqueeze(-1)  # S -> S + (num_kvpairs,)
+
+
+def _attention_mask(num_queries: int, num_kvpairs: int, valid_lens: Tensor | None, causal: bool,
+                    attn_mask: Tensor | None, device: torch.device | str | None) -> Tensor | None:
+    """:func:`attention_mask` for arguments that were checked already."""
+    combined = None
+    if valid_lens is not None:
+        if device is not None and valid_lens.device != torch.device(device):
+            valid_lens = valid_lens.to(device)
+        combined = _sequence_mask(valid_lens, num_kvpairs)
+        if valid_lens.dim() == 1:
+            combined = combined.unsqueeze(1)  # (batch, kvpairs) -> (batch, 1, kvpairs)
+    if causal:
+        causal_part = torch.ones(num_queries, num_kvpairs, dtype=torch.bool, device=device).tril()
+        combined = causal_part if combined is None else combined & causal_part
+    if attn_mask is not None:
+        attn_mask = attn_mask.to(device)  # a no-op where it already is
+        combined = attn_mask if combined is None else combined & attn_mask
+    if combined is None:
         return None
-    combined = masks[0]
-    for mask in masks[1:]:
-        combined = combined & mask
     while combined.dim() < 3:
         combined = combined.unsqueeze(0)  # (queries, kvpairs) -> (1, queries, kvpairs)
     return combined
-
-
-def _check_valid_lens_values(valid_lens: Tensor, num_kvpairs: int) -> None:
-    if not isinstance(valid_lens, Tensor):
-        raise TypeError(f"valid_lens must be a tensor of integers, got {type(valid_lens).__name__}")
-    if valid_lens.dtype.is_floating_point or valid_lens.dtype.is_complex or valid_lens.dtype == torch.bool:
-        raise TypeError(
-            f"valid_lens must hold integers (e.g. torch.long), got dtype {valid_lens.dtype}; "
-            "a length of 2.5 key-value pairs has no meaning"
-        )
-    if valid_lens.numel() and (valid_lens.min() < 0 or valid_lens.max() > num_kvpairs):
-        raise ValueError(
-            f"valid_lens must lie in [0, {num_kvpairs}] (the number of key-value pairs), "
-            f"got values from {valid_lens.min().item()} to {valid_lens.max().item()}"
-        )
-
-
-def _check_valid_lens_shape(valid_lens: Tensor, batch_size: int, num_queries: int) -> None:
-    if not isinstance(valid_lens, Tensor):
-        raise TypeError(f"valid_lens must be a tensor of integers, got {type(valid_lens).__name__}")
-    if tuple(valid_lens.shape) not in ((batch_size,), (batch_size, num_queries)):
-        raise ValueError(
-            f"valid_lens must have shape ({batch_size},) or ({batch_size}, {num_queries}), "
-            f"i.e. (batch_size,) or (batch_size, num_queries), got {tuple(valid_lens.shape)}"
-        )
-

@@ -1,7 +1,10 @@
 """Attention layers with the d2l book's names and signatures.
 
-Each layer only projects, folds heads and calls the functional core in
-:mod:`mha_lib.functional`; see there for the dimension names.
+Read them in this order: :class:`DotProductAttention` (one attention), :class:`AdditiveAttention` (another
+way to score), :class:`MultiHeadAttention` (``num_heads`` attentions side by side) and
+:class:`GeneralMultiHeadAttention` (heads whose values have another width). Each layer checks its inputs
+once, at the top of ``forward``, then only projects, folds heads and calls the functional core in
+:mod:`mha_lib.functional` (see there for the dimension names).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._validation import (
+    require_bool,
     require_dropout,
     require_features,
     require_heads_divide,
@@ -18,7 +22,7 @@ from ._validation import (
     require_positive_int,
     require_qkv,
 )
-from .functional import dot_product_attention, masked_softmax, transpose_output, transpose_qkv
+from .functional import _dot_product_attention, _masked_softmax, _transpose_output, _transpose_qkv
 from .masks import attention_mask
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "GeneralMultiHeadAttention", "MultiHeadAttention"]
@@ -45,8 +49,9 @@ class DotProductAttention(nn.Module):
         batch_size, num_queries, _ = queries.shape
         num_kvpairs = keys.shape[1]
         mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens, device=queries.device)
-        output, self.attention_weights = dot_product_attention(
-            queries, keys, values, mask, self.dropout.p if self.training else 0.0)
+        dropout_p = self.dropout.p if self.training else 0.0
+        output, weights = _dot_product_attention(queries, keys, values, mask, dropout_p)
+        self.attention_weights = weights.detach()
         return output
 
 
@@ -76,23 +81,35 @@ class AdditiveAttention(nn.Module):
         require_features("queries", queries, self.W_q.in_features, "query_size")
         require_features("keys", keys, self.W_k.in_features, "key_size")
         require_layer_dtype("queries", queries, self.W_q.weight)
+        batch_size, num_queries, _ = queries.shape
+        num_kvpairs = keys.shape[1]
+        mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens, device=queries.device)
         # Every query meets every key by broadcasting:
         # (batch, queries, 1, hiddens) + (batch, 1, kvpairs, hiddens) -> (batch, queries, kvpairs, hiddens)
         features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
         scores = self.w_v(features).squeeze(-1)  # (batch, queries, kvpairs, 1) -> (batch, queries, kvpairs)
-        self.attention_weights = masked_softmax(scores, valid_lens)
-        return self.dropout(self.attention_weights) @ values  # -> (batch, queries, value_dim)
+        weights = _masked_softmax(scores, mask)
+        self.attention_weights = weights.detach()
+        return self.dropout(weights) @ values  # -> (batch, queries, value_dim)
 
 
 class MultiHeadAttention(nn.Module):
     """Multi-head attention: ``num_heads`` scaled dot-product attentions side by side, then mixed by ``W_o``.
 
-    Each head works on ``head_dim = num_hiddens // num_heads`` features, so the
-    parameter count does not depend on ``num_heads``. With ``need_weights=True``
-    the weights of the last call stay in ``.attention_weights``, shaped
-    ``(batch_size, num_heads, num_queries, num_kvpairs)``; with
-    ``need_weights=False`` PyTorch's fused kernel computes the same output
-    without storing them.
+    Each head works on ``head_dim = num_hiddens // num_heads`` features, so the parameter count does not
+    depend on ``num_heads``. (``head_dim`` and ``v_head_dim`` set other widths for the queries/keys and
+    the values of each head; :class:`GeneralMultiHeadAttention` names them.) Two paths compute the
+    same output:
+
+    - ``need_weights=True`` (the default) folds the heads into the batch axis with ``transpose_qkv``,
+      as the d2l book does, and keeps the weights of the last call in ``.attention_weights``, shaped
+      ``(batch_size, num_heads, num_queries, num_kvpairs)`` (detached from autograd);
+    - ``need_weights=False`` hands 4-D views to PyTorch's fused ``F.scaled_dot_product_attention``,
+      which never stores the weights.
+
+    The rules both paths follow: a query that may attend to no key gets a zero output; masks choose
+    weights but do not clean the numbers, so a NaN or inf anywhere in the keys or values, padding
+    included, reaches the output (as in PyTorch); float16 and bfloat16 scores are computed in float32.
 
     Shape:
         - queries: ``(batch_size, num_queries, query_size)``
@@ -125,14 +142,16 @@ class MultiHeadAttention(nn.Module):
             require_heads_divide(num_hiddens, num_heads)
         # Features per head: of the queries and keys (they meet in dot products), and of the values.
         self.head_dim = num_hiddens // num_heads if head_dim is None else require_positive_int("head_dim", head_dim)
-        self.v_head_dim = num_hiddens // num_heads if v_head_dim is None else require_positive_int(
-            "v_head_dim", v_head_dim)
+        self.v_head_dim = (num_hiddens // num_heads if v_head_dim is None
+                           else require_positive_int("v_head_dim", v_head_dim))
+        self.query_size, self.key_size, self.value_size = query_size, key_size, value_size
         self.W_q = nn.Linear(query_size, num_heads * self.head_dim, bias=bias)
         self.W_k = nn.Linear(key_size, num_heads * self.head_dim, bias=bias)
         self.W_v = nn.Linear(value_size, num_heads * self.v_head_dim, bias=bias)
         self.W_o = nn.Linear(num_heads * self.v_head_dim, num_hiddens, bias=bias)
         self.dropout = nn.Dropout(require_dropout(dropout))
         self.attention_weights: Tensor | None = None
+        self._trace: list[tuple[str, str, Tensor]] | None = None  # filled while a shape trace runs
 
     def forward(
         self,
@@ -145,57 +164,76 @@ class MultiHeadAttention(nn.Module):
         attn_mask: Tensor | None = None,
         need_weights: bool = True,
     ) -> Tensor:
+        # The arguments are checked here, once; everything below trusts them.
         require_qkv(queries, keys, values, rank=3)
-        require_features("queries", queries, self.W_q.in_features, "query_size")
-        require_features("keys", keys, self.W_k.in_features, "key_size")
-        require_features("values", values, self.W_v.in_features, "value_size")
+        require_features("queries", queries, self.query_size, "query_size")
+        require_features("keys", keys, self.key_size, "key_size")
+        require_features("values", values, self.value_size, "value_size")
         require_layer_dtype("queries", queries, self.W_q.weight)
+        require_bool("need_weights", need_weights)
         batch_size, num_queries, _ = queries.shape
         num_kvpairs = keys.shape[1]
+        # valid_lens, causal and attn_mask become one boolean mask: (batch or 1, queries or 1, kvpairs), or None
         mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens,
                               causal=causal, attn_mask=attn_mask, device=queries.device)
+        record = self._record
+        if mask is not None:
+            record("  mask", "attention_mask(valid_lens, causal, attn_mask)", mask)
 
-        # (batch, queries or kvpairs, *_size) -> (batch, queries or kvpairs, num_hiddens)
-        queries, keys, values = self.W_q(queries), self.W_k(keys), self.W_v(values)
+        # 1. Project: (batch, queries or kvpairs, *_size) -> (batch, queries or kvpairs, num_heads * head_dim)
+        queries = record("1 project", "W_q(queries)", self.W_q(queries))
+        keys = record("1 project", "W_k(keys)", self.W_k(keys))
+        values = record("1 project", "W_v(values)", self.W_v(values))  # num_heads * v_head_dim features
         if need_weights:
-            output = self._attention_with_weights(queries, keys, values, mask)
+            output = self._attend_with_weights(queries, keys, values, mask)  # steps 2 to 4, below
         else:
-            output = self._fused_attention(queries, keys, values, mask)
+            output = self._attend_fused(queries, keys, values, mask)
             self.attention_weights = None
-        return self.W_o(output)  # mixes what the heads found; the shape stays (batch, queries, num_hiddens)
+        # 5. Mix what the heads found: (batch, queries, num_heads * v_head_dim) -> (batch, queries, num_hiddens)
+        return record("5 output projection", "W_o(concatenated)", self.W_o(output))
 
-    def _attention_with_weights(self, queries: Tensor, keys: Tensor, values: Tensor,
-                                mask: Tensor | None) -> Tensor:
-        """All heads in one batched call, with the heads folded into the batch axis (d2l's layout)."""
-        batch_size, num_queries, _ = queries.shape
-        num_kvpairs = keys.shape[1]
-        # (batch, queries or kvpairs, num_hiddens) -> (batch*heads, queries or kvpairs, head_dim)
-        queries, keys, values = (transpose_qkv(X, self.num_heads) for X in (queries, keys, values))
+    def _attend_with_weights(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
+        """Steps 2 to 4 with the heads folded into the batch axis (the d2l book's layout), keeping the weights."""
+        record, num_heads = self._record, self.num_heads
+        # Split into heads and fold them into the batch axis (transpose_qkv, chapter 03):
+        # (batch, queries or kvpairs, num_heads * head_dim) -> (batch * heads, queries or kvpairs, head_dim)
+        queries = record("  split heads", "transpose_qkv(queries)", _transpose_qkv(queries, num_heads))
+        keys = record("  split heads", "transpose_qkv(keys)", _transpose_qkv(keys, num_heads))
+        values = record("  split heads", "transpose_qkv(values)", _transpose_qkv(values, num_heads))
         if mask is not None and mask.size(0) > 1:
-            # The heads of one sequence sit next to each other on the folded axis, so each
-            # sequence's mask is repeated in place: [m0, m0, m1, m1], not [m0, m1, m0, m1].
-            # (batch, queries or 1, kvpairs) -> (batch*heads, queries or 1, kvpairs)
-            mask = mask.repeat_interleave(self.num_heads, dim=0)
+            # The heads of one sequence sit next to each other on the folded axis, so each sequence's
+            # mask is repeated in place: [m0, m0, m1, m1], not [m0, m1, m0, m1].
+            # (batch, queries or 1, kvpairs) -> (batch * heads, queries or 1, kvpairs)
+            mask = record("  split heads", "mask, repeated per head", mask.repeat_interleave(num_heads, dim=0))
+        # 2. Score, 3. softmax and weighted sum: every head of every sequence in one batched call.
+        # (batch * heads, queries, head_dim) -> (batch * heads, queries, v_head_dim)
         dropout_p = self.dropout.p if self.training else 0.0
-        output, weights = dot_product_attention(queries, keys, values, mask, dropout_p)
-        # (batch*heads, queries, kvpairs) -> (batch, heads, queries, kvpairs)
-        self.attention_weights = weights.reshape(batch_size, self.num_heads, num_queries, num_kvpairs)
-        # (batch*heads, queries, head_dim) -> (batch, queries, num_hiddens)
-        return transpose_output(output, self.num_heads)
+        output, weights = _dot_product_attention(queries, keys, values, mask, dropout_p)
+        record("2 score, 3 softmax", f"softmax(queries @ keys^T / sqrt({queries.shape[-1]}))", weights)
+        record("3 weighted sum", "weights @ values", output)
+        # (batch * heads, queries, kvpairs) -> (batch, heads, queries, kvpairs), a view
+        self.attention_weights = weights.detach().unflatten(0, (-1, num_heads))
+        # 4. Concatenate the heads (transpose_output, chapter 03):
+        # (batch * heads, queries, v_head_dim) -> (batch, queries, num_heads * v_head_dim)
+        return record("4 concatenate", "transpose_output(output)", _transpose_output(output, num_heads))
 
-    def _fused_attention(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
-        """The same attention through PyTorch's fused kernel, which never stores the weights."""
-        # The fused kernels take heads on an axis of their own, the 4-D layout of chapter 03;
-        # these are views of the projections, nothing is copied.
-        # (batch, seq, num_hiddens) -> (batch, seq, heads, head_dim) -> (batch, heads, seq, head_dim)
+    def _attend_fused(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
+        """Steps 2 to 4 in PyTorch's fused kernel, which never stores the weights."""
+        # The kernel takes the heads on an axis of their own (chapter 03's 4-D layout); these are views.
+        # (batch, seq, num_heads * head_dim) -> (batch, seq, heads, head_dim) -> (batch, heads, seq, head_dim)
         queries, keys, values = (X.unflatten(-1, (self.num_heads, -1)).transpose(1, 2)
                                  for X in (queries, keys, values))
         if mask is not None:
-            # (batch, queries or 1, kvpairs) -> (batch, 1, queries or 1, kvpairs): one mask for all heads
-            mask = mask.unsqueeze(1)
+            mask = mask.unsqueeze(1)  # (batch, queries or 1, kvpairs) -> (batch, 1, queries or 1, kvpairs)
         dropout_p = self.dropout.p if self.training else 0.0
         output = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p)
-        return output.transpose(1, 2).flatten(2)  # (batch, heads, queries, head_dim) -> (batch, queries, num_hiddens)
+        return output.transpose(1, 2).flatten(2)  # (batch, heads, queries, v_head_dim) -> (batch, queries, ...)
+
+    def _record(self, step: str, operation: str, tensor: Tensor) -> Tensor:
+        """Return ``tensor``; while a shape trace runs (``mha_lib.chapters.anatomy``), also keep it."""
+        if self._trace is not None:
+            self._trace.append((step, operation, tensor))
+        return tensor
 
 
 class GeneralMultiHeadAttention(MultiHeadAttention):

@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -107,9 +108,17 @@ def test_mha_num_heads_must_divide_num_hiddens_and_the_message_names_both(num_hi
 @pytest.mark.parametrize("size", ["key_size", "query_size", "value_size", "num_hiddens", "num_heads"])
 @pytest.mark.parametrize("value", [0, -2, 2.5, 8.0, "8", None, True], ids=repr)
 def test_mha_sizes_must_be_positive_ints(size, value):
-    # Wrong types raise ValueError here, not TypeError: check_positive_int treats them as bad values.
-    with pytest.raises(ValueError, match=msg(size, "positive int", f"got {value!r}")):
+    # A number below 1 is a bad value (ValueError); anything but a whole number is a bad type (TypeError).
+    error = ValueError if value in (0, -2) else TypeError
+    with pytest.raises(error, match=msg(size, "positive int", f"got {value!r}")):
         MultiHeadAttention(**mha_sizes(**{size: value}))
+
+
+@pytest.mark.parametrize("integer", [np.int64, np.int32, np.uint8])
+def test_mha_sizes_may_be_numpy_integers(integer):
+    mha = MultiHeadAttention(**{name: integer(size) for name, size in mha_sizes().items()})
+    assert mha.num_heads == NUM_HEADS and type(mha.num_heads) is int
+    assert mha.W_q.out_features == NUM_HIDDENS
 
 
 DROPOUT_LAYERS = {
@@ -389,7 +398,8 @@ def test_transpose_output_needs_a_first_axis_that_is_a_multiple_of_num_heads():
 @pytest.mark.parametrize("num_heads", [0, -1, 2.0])
 @pytest.mark.parametrize("function", [transpose_qkv, transpose_output], ids=lambda f: f.__name__)
 def test_head_reshapes_need_a_positive_int_num_heads(function, num_heads):
-    with pytest.raises(ValueError, match=msg("num_heads", "positive int", f"got {num_heads!r}")):
+    error = TypeError if isinstance(num_heads, float) else ValueError
+    with pytest.raises(error, match=msg("num_heads", "positive int", f"got {num_heads!r}")):
         function(torch.randn(BATCH * NUM_HEADS, NUM_QUERIES, NUM_HIDDENS), num_heads)
 
 
@@ -404,18 +414,20 @@ def test_head_reshapes_need_a_positive_int_num_heads(function, num_heads):
     pytest.param((2.0,), "num_queries", 2.0, id="num_queries=2.0"),
 ])
 def test_causal_mask_needs_positive_sizes(args, name, value):
-    with pytest.raises(ValueError, match=msg(name, "positive int", f"got {value!r}")):
+    error = TypeError if isinstance(value, float) else ValueError
+    with pytest.raises(error, match=msg(name, "positive int", f"got {value!r}")):
         causal_mask(*args)
 
 
 def test_causal_mask_rejects_bool_size():
-    with pytest.raises(ValueError, match=msg("num_queries", "positive int", "got True")):
+    with pytest.raises(TypeError, match=msg("num_queries", "positive int", "got True")):
         causal_mask(True)
 
 
 @pytest.mark.parametrize("num_kvpairs", [-1, 2.5])
 def test_sequence_mask_checks_num_kvpairs(num_kvpairs):
-    with pytest.raises(ValueError, match=msg("num_kvpairs", f"got {num_kvpairs!r}")):
+    error = TypeError if isinstance(num_kvpairs, float) else ValueError
+    with pytest.raises(error, match=msg("num_kvpairs", f"got {num_kvpairs!r}")):
         sequence_mask(torch.tensor([0, 1]), num_kvpairs)
 
 

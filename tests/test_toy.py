@@ -68,7 +68,7 @@ def test_sample_is_reproducible_and_in_range():
     [({"vocab_size": 0}, "vocab_size"), ({"seq_len": 1.5}, "seq_len"), ({"seq_len": 4, "offset": 4}, "offset")],
 )
 def test_task_rejects_bad_sizes(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises((TypeError, ValueError), match=message):
         TwoLookupTask(**kwargs)
 
 

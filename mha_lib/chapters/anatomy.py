@@ -5,15 +5,12 @@ Dimension names are those of :mod:`mha_lib.functional`.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
 
-from .._validation import require_features, require_heads_divide, require_layer_dtype, require_positive_int, require_qkv
-from ..functional import dot_product_attention, transpose_output, transpose_qkv
-from ..masks import attention_mask
+from .._validation import require_heads_divide, require_positive_int
 from ..modules import MultiHeadAttention
 from .tables import format_table
 
@@ -44,10 +41,10 @@ def trace_multi_head_attention(
     valid_lens: Tensor | None = None,
     causal: bool = False,
 ) -> list[TraceRow]:
-    """Run the steps of ``mha``'s forward pass one by one and record each result with its shape.
+    """Run ``mha(queries, keys, values, valid_lens, causal=causal)`` and record every step with its shape.
 
-    The steps are those of ``mha(queries, keys, values, valid_lens, causal=causal)``
-    with ``need_weights=True``, so the last row holds the same output. The trace runs
+    The rows are the tensors the layer's own forward pass computes (``need_weights=True``, the path that
+    folds the heads into the batch axis), so the last row holds the layer's output. The trace runs
     without gradients and leaves ``mha.attention_weights`` as it was.
 
     Shape:
@@ -59,53 +56,19 @@ def trace_multi_head_attention(
     """
     if not isinstance(mha, MultiHeadAttention):
         raise TypeError(f"mha must be an mha_lib.MultiHeadAttention, got {type(mha).__name__}")
-    require_qkv(queries, keys, values, rank=3)
-    require_features("queries", queries, mha.W_q.in_features, "query_size")
-    require_features("keys", keys, mha.W_k.in_features, "key_size")
-    require_features("values", values, mha.W_v.in_features, "value_size")
-    require_layer_dtype("queries", queries, mha.W_q.weight)
-    batch_size, num_queries, _ = queries.shape
-    num_kvpairs = keys.shape[1]
-    num_heads, head_dim = mha.num_heads, mha.head_dim
-    rows: list[TraceRow] = []
-
-    def record(step: str, operation: str, tensor: Tensor) -> Tensor:
-        rows.append(TraceRow(step, operation, tuple(tensor.shape), tensor))
-        return tensor
-
-    with torch.no_grad():
-        for name, X in (("queries", queries), ("keys", keys), ("values", values)):
-            record("input", name, X)
-        mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens,
-                              causal=causal, device=queries.device)
-
-        # (batch, queries or kvpairs, *_size) -> (batch, queries or kvpairs, num_hiddens)
-        Q = record("1 project", "W_q(queries)", mha.W_q(queries))
-        K = record("1 project", "W_k(keys)", mha.W_k(keys))
-        V = record("1 project", "W_v(values)", mha.W_v(values))
-        # (batch, queries or kvpairs, num_hiddens) -> (batch*heads, queries or kvpairs, head_dim)
-        Q = record("  split heads", f"transpose_qkv(queries, {num_heads})", transpose_qkv(Q, num_heads))
-        K = record("  split heads", f"transpose_qkv(keys, {num_heads})", transpose_qkv(K, num_heads))
-        V = record("  split heads", f"transpose_qkv(values, {num_heads})", transpose_qkv(V, num_heads))
-        if mask is not None:
-            sources = [name for name, given in (("valid_lens", valid_lens is not None), ("causal", causal)) if given]
-            operation = " & ".join(sources) + " -> mask"
-            if mask.size(0) > 1:
-                # (batch, queries or 1, kvpairs) -> (batch*heads, queries or 1, kvpairs)
-                mask = mask.repeat_interleave(num_heads, dim=0)
-                operation += ", repeated per head"
-            record("  mask", operation, mask)
-
-        # Divided as in dot_product_attention, so the numbers are the module's to the last bit.
-        # (batch*heads, queries, head_dim) @ (batch*heads, head_dim, kvpairs) -> (batch*heads, queries, kvpairs)
-        record("2 score", f"queries @ keys^T / sqrt({head_dim})", (Q / math.sqrt(head_dim)) @ K.transpose(1, 2))
-        output, weights = dot_product_attention(Q, K, V, mask, mha.dropout.p if mha.training else 0.0)
-        record("3 softmax", "masked softmax over keys" if mask is not None else "softmax over keys", weights)
-        record("3 weighted sum", "weights @ values", output)  # -> (batch*heads, queries, head_dim)
-        # (batch*heads, queries, head_dim) -> (batch, queries, num_hiddens)
-        concat = record("4 concatenate", f"transpose_output(heads, {num_heads})", transpose_output(output, num_heads))
-        record("5 output projection", "W_o(concatenated)", mha.W_o(concat))
-    return rows
+    steps = [("input", name, X) for name, X in (("queries", queries), ("keys", keys), ("values", values))]
+    weights_before = mha.attention_weights
+    mha._trace = steps
+    try:
+        with torch.no_grad():
+            mha(queries, keys, values, valid_lens, causal=causal, need_weights=True)
+    finally:
+        mha._trace = None
+        mha.attention_weights = weights_before
+    # The layer names its mask after all its sources; here we know which ones were given.
+    sources = " & ".join(name for name, given in (("valid_lens", valid_lens is not None), ("causal", causal)) if given)
+    return [TraceRow(step, f"{sources} -> mask" if step == "  mask" else operation, tuple(tensor.shape), tensor)
+            for step, operation, tensor in steps]
 
 
 def format_trace(rows: list[TraceRow]) -> str:
