@@ -49,6 +49,10 @@ class DotProductAttention(nn.Module):
         batch_size, num_queries, _ = queries.shape
         num_kvpairs = keys.shape[1]
         mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens, device=queries.device)
+        return self._attend(queries, keys, values, mask)
+
+    def _attend(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
+        """``forward`` for checked inputs and a ready mask; :class:`MultiHeadAttention` calls it for all heads."""
         dropout_p = self.dropout.p if self.training else 0.0
         output, weights = _dot_product_attention(queries, keys, values, mask, dropout_p)
         self.attention_weights = weights.detach()
@@ -149,8 +153,9 @@ class MultiHeadAttention(nn.Module):
         self.W_k = nn.Linear(key_size, num_heads * self.head_dim, bias=bias)
         self.W_v = nn.Linear(value_size, num_heads * self.v_head_dim, bias=bias)
         self.W_o = nn.Linear(num_heads * self.v_head_dim, num_hiddens, bias=bias)
-        self.dropout = nn.Dropout(require_dropout(dropout))
-        self.attention_weights: Tensor | None = None
+        # All heads attend in one call of one DotProductAttention, with the heads folded into its batch
+        # axis; d2l's Transformer code reads the weights there: .attention.attention_weights.
+        self.attention = DotProductAttention(dropout)
         self._trace: list[tuple[str, str, Tensor]] | None = None  # filled while a shape trace runs
 
     def forward(
@@ -188,7 +193,7 @@ class MultiHeadAttention(nn.Module):
             output = self._attend_with_weights(queries, keys, values, mask)  # steps 2 to 4, below
         else:
             output = self._attend_fused(queries, keys, values, mask)
-            self.attention_weights = None
+            self.attention.attention_weights = None
         # 5. Mix what the heads found: (batch, queries, num_heads * v_head_dim) -> (batch, queries, num_hiddens)
         return record("5 output projection", "W_o(concatenated)", self.W_o(output))
 
@@ -207,12 +212,10 @@ class MultiHeadAttention(nn.Module):
             mask = record("  split heads", "mask, repeated per head", mask.repeat_interleave(num_heads, dim=0))
         # 2. Score, 3. softmax and weighted sum: every head of every sequence in one batched call.
         # (batch * heads, queries, head_dim) -> (batch * heads, queries, v_head_dim)
-        dropout_p = self.dropout.p if self.training else 0.0
-        output, weights = _dot_product_attention(queries, keys, values, mask, dropout_p)
-        record("2 score, 3 softmax", f"softmax(queries @ keys^T / sqrt({queries.shape[-1]}))", weights)
+        output = self.attention._attend(queries, keys, values, mask)
+        record("2 score, 3 softmax", f"softmax(queries @ keys^T / sqrt({queries.shape[-1]}))",
+               self.attention.attention_weights)
         record("3 weighted sum", "weights @ values", output)
-        # (batch * heads, queries, kvpairs) -> (batch, heads, queries, kvpairs), a view
-        self.attention_weights = weights.detach().unflatten(0, (-1, num_heads))
         # 4. Concatenate the heads (transpose_output, chapter 03):
         # (batch * heads, queries, v_head_dim) -> (batch, queries, num_heads * v_head_dim)
         return record("4 concatenate", "transpose_output(output)", _transpose_output(output, num_heads))
@@ -228,6 +231,18 @@ class MultiHeadAttention(nn.Module):
         dropout_p = self.dropout.p if self.training else 0.0
         output = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p)
         return output.transpose(1, 2).flatten(2)  # (batch, heads, queries, v_head_dim) -> (batch, queries, ...)
+
+    @property
+    def attention_weights(self) -> Tensor | None:
+        """The weights of the last call, ``(batch_size, num_heads, num_queries, num_kvpairs)``; None after a
+        call with ``need_weights=False``. A view of ``.attention.attention_weights`` (heads folded into the batch)."""
+        weights = self.attention.attention_weights  # (batch * heads, queries, kvpairs)
+        return None if weights is None else weights.unflatten(0, (-1, self.num_heads))
+
+    @property
+    def dropout(self) -> nn.Dropout:
+        """The dropout of the attention weights; it lives in ``.attention``, as in the d2l book."""
+        return self.attention.dropout
 
     def _record(self, step: str, operation: str, tensor: Tensor) -> Tensor:
         """Return ``tensor``; while a shape trace runs (``mha_lib.chapters.anatomy``), also keep it."""

@@ -15,6 +15,7 @@ from mha_lib import (
     MultiHeadAttention,
     dot_product_attention,
     sequence_mask,
+    to_torch_mha,
 )
 from mha_lib.chapters.anatomy import trace_multi_head_attention
 
@@ -216,3 +217,21 @@ def test_functional_core_rejects_a_half_and_a_full_precision_mix():
     # F.scaled_dot_product_attention raises its own error for the same mix
     with pytest.raises(RuntimeError):
         F.scaled_dot_product_attention(q, q.half(), q)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("masking", ["none", "valid_lens", "causal", "valid_lens+causal"])
+@PATHS
+def test_multi_head_attention_matches_pytorch_on_every_device(device, masking, need_weights):
+    # tests/test_parity.py checks every case in float64 on the CPU; this repeats the core one on each device.
+    torch.manual_seed(0)
+    ours = MultiHeadAttention(12, 12, 12, 12, 3, bias=True).to(device).eval()
+    theirs = to_torch_mha(ours)
+    X = torch.randn(2, 5, 12, device=device)
+    valid_lens = torch.tensor([5, 3], device=device) if "valid_lens" in masking else None
+    causal = "causal" in masking
+    output = ours(X, X, X, valid_lens, causal=causal, need_weights=need_weights)
+    padding = ~sequence_mask(valid_lens, 5) if valid_lens is not None else None  # PyTorch: True = ignore
+    future = torch.ones(5, 5, dtype=torch.bool, device=device).triu(1) if causal else None
+    expected = theirs(X, X, X, key_padding_mask=padding, attn_mask=future, need_weights=False)[0]
+    torch.testing.assert_close(output, expected, rtol=1e-5, atol=1e-5)

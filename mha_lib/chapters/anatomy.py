@@ -57,14 +57,14 @@ def trace_multi_head_attention(
     if not isinstance(mha, MultiHeadAttention):
         raise TypeError(f"mha must be an mha_lib.MultiHeadAttention, got {type(mha).__name__}")
     steps = [("input", name, X) for name, X in (("queries", queries), ("keys", keys), ("values", values))]
-    weights_before = mha.attention_weights
+    weights_before = mha.attention.attention_weights
     mha._trace = steps
     try:
         with torch.no_grad():
             mha(queries, keys, values, valid_lens, causal=causal, need_weights=True)
     finally:
         mha._trace = None
-        mha.attention_weights = weights_before
+        mha.attention.attention_weights = weights_before
     # The layer names its mask after all its sources; here we know which ones were given.
     sources = " & ".join(name for name, given in (("valid_lens", valid_lens is not None), ("causal", causal)) if given)
     return [TraceRow(step, f"{sources} -> mask" if step == "  mask" else operation, tuple(tensor.shape), tensor)
