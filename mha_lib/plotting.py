@@ -72,8 +72,9 @@ def show_heatmaps(
                 ax.set_ylabel(ylabel)
             if titles is not None and i == 0:
                 ax.set_title(titles[j])
-    fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
-    if mask is not None:
+    colour_bar = fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
+    if mask is not None:  # the legend sits under the colour bar
         masked = Patch(facecolor=MASKED_COLOUR, edgecolor="black", label="masked")
-        fig.legend(handles=[masked], loc="outside lower right", fontsize="small", frameon=False)
+        colour_bar.ax.legend(handles=[masked], loc="upper left", bbox_to_anchor=(-0.5, -0.04), fontsize="small",
+                             frameon=False, handlelength=1.0)
     return fig
