@@ -70,7 +70,8 @@ def draw_multi_head_attention(
     ax.set_xlim(0, width)
     ax.set_ylim(0.8, 12.0)
     ax.set_axis_off()
-    ax.set_title(f"Multi-head attention: b = {b}, n_q = {n_q}, n_kv = {n_kv}, d = {d}, h = {h}, d_k = d_v = {d_k}")
+    ax.set_title(f"Multi-head attention: $b = {b}$, $n_q = {n_q}$, $n_{{kv}} = {n_kv}$, $d = {d}$, $h = {h}$, "
+                 f"$d_k = d_v = {d_k}$")
 
     # rows, top to bottom: inputs, projections, split, heads, concatenate, output projection
     inputs = [("queries", (b, n_q, query_size)), ("keys", (b, n_kv, key_size)), ("values", (b, n_kv, value_size))]
@@ -78,7 +79,7 @@ def draw_multi_head_attention(
     for x, (name, shape) in zip(thirds, inputs, strict=True):
         _box(ax, x, 11.3, 2.6, f"{name}\n{shape}", "input")
         _arrow(ax, x, 10.85, x, 10.15)
-    for x, (name, rows) in zip(thirds, [("W_q", n_q), ("W_k", n_kv), ("W_v", n_kv)], strict=True):
+    for x, (name, rows) in zip(thirds, [("$W_q$", n_q), ("$W_k$", n_kv), ("$W_v$", n_kv)], strict=True):
         _box(ax, x, 9.7, 2.6, f"{name}: project\n{(b, rows, d)}", "project")
     ax.text(width / 2, 8.6, f"split into h = {h} heads (transpose_qkv): head i takes features i·{d_k} … "
             f"(i+1)·{d_k} - 1,\nfolded into the batch axis: {(b * h, n_q, d_k)}, {(b * h, n_kv, d_k)}",
@@ -97,7 +98,7 @@ def draw_multi_head_attention(
         _arrow(ax, x, 6.15, width / 2, 5.05)
     _box(ax, width / 2, 4.6, 5.2, f"concatenate (transpose_output)\n{(b * h, n_q, d_k)} → {(b, n_q, d)}", "merge")
     _arrow(ax, width / 2, 4.15, width / 2, 3.45)
-    _box(ax, width / 2, 3.0, 5.2, f"W_o: output projection\n{(b, n_q, d)}", "project")
+    _box(ax, width / 2, 3.0, 5.2, f"$W_o$: output projection\n{(b, n_q, d)}", "project")
     _arrow(ax, width / 2, 2.55, width / 2, 1.85)
     _box(ax, width / 2, 1.4, 5.2, f"output\n{(b, n_q, d)}", "output")
     return fig
