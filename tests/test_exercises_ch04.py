@@ -80,6 +80,10 @@ def key_projection_int(first, second):
     return W_k
 
 
+def student_stub(first, second):
+    raise NotImplementedError("Exercise: write key_projection")
+
+
 @pytest.mark.parametrize("solution", [key_projection_right, key_projection_sharper])
 def test_key_projection_accepts_every_matrix_that_makes_each_head_pick_its_position(capsys, solution):
     assert run(capsys, ch04.check_key_projection, solution).startswith(CORRECT)
@@ -91,6 +95,7 @@ def test_key_projection_accepts_every_matrix_that_makes_each_head_pick_its_posit
     (key_projection_wrong_rows, "put the 1s in rows 0 and 2"),
     (key_projection_int, "should return a float tensor of shape (4, 4)"),
     (lambda first: None, "key_projection raised TypeError"),
+    (student_stub, "still raises NotImplementedError"),
     (..., "pass your function key_projection itself"),
 ])
 def test_key_projection_names_the_typical_mistake(capsys, solution, phrase):
