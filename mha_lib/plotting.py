@@ -8,12 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
+from matplotlib import colormaps
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 from torch import Tensor
 
-__all__ = ["show_heatmaps"]
+from ._validation import require_bool_mask
+
+__all__ = ["MASKED_COLOUR", "show_heatmaps"]
+
+MASKED_COLOUR = "#9e9e9e"  # a grey that no colour map of weights uses for 0: masked is not "almost nothing"
 
 
 def show_heatmaps(
@@ -23,13 +30,18 @@ def show_heatmaps(
     titles: Sequence[str] | None = None,
     figsize: tuple[float, float] = (2.5, 2.5),
     cmap: str = "Reds",
+    *,
+    mask: Tensor | None = None,
 ) -> Figure:
     """Draw a grid of heatmaps, one per matrix, sharing one colour bar (d2l's ``show_heatmaps``).
 
-    ``figsize`` is the size of one panel. ``titles`` name the columns of the grid.
+    ``figsize`` is the size of one panel. ``titles`` name the columns of the grid. With ``mask``
+    (boolean, True = may attend), the cells a query may not attend to are drawn grey and a legend
+    says "masked", so that a masked key looks different from a weight that is merely close to 0.
 
     Shape:
         - matrices: ``(num_rows, num_cols, num_queries, num_kvpairs)``
+        - mask: broadcastable to ``matrices``, e.g. ``(num_rows, 1, num_queries, num_kvpairs)``
     """
     if not isinstance(matrices, Tensor) or matrices.dim() != 4:
         got = tuple(matrices.shape) if isinstance(matrices, Tensor) else type(matrices).__name__
@@ -37,14 +49,21 @@ def show_heatmaps(
     num_rows, num_cols = matrices.shape[:2]
     if titles is not None and len(titles) != num_cols:
         raise ValueError(f"titles must name the {num_cols} columns, got {len(titles)} titles")
+    if mask is not None:
+        require_bool_mask("mask", mask, tuple(matrices.shape), "matrices.shape")
+        hidden = (~mask).to("cpu").expand(matrices.shape).numpy()
     matrices = matrices.detach().to("cpu", torch.float32)
+    colours = colormaps[cmap].with_extremes(bad=MASKED_COLOUR)
     vmin, vmax = min(0.0, matrices.min().item()), max(matrices.max().item(), 1e-12)
     fig = Figure(figsize=(figsize[0] * num_cols + 1, figsize[1] * num_rows), layout="constrained")
     axes = fig.subplots(num_rows, num_cols, sharex=True, sharey=True, squeeze=False)
     for i in range(num_rows):
         for j in range(num_cols):
             ax = axes[i, j]
-            image = ax.imshow(matrices[i, j].numpy(), cmap=cmap, vmin=vmin, vmax=vmax)
+            cells = matrices[i, j].numpy()
+            if mask is not None:  # masked cells become "bad" values, which the colour map draws grey
+                cells = np.ma.masked_array(cells, mask=hidden[i, j])
+            image = ax.imshow(cells, cmap=colours, vmin=vmin, vmax=vmax)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # positions are whole numbers
             ax.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
             if i == num_rows - 1:
@@ -53,5 +72,9 @@ def show_heatmaps(
                 ax.set_ylabel(ylabel)
             if titles is not None and i == 0:
                 ax.set_title(titles[j])
-    fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
+    colour_bar = fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
+    if mask is not None:  # the legend sits under the colour bar
+        masked = Patch(facecolor=MASKED_COLOUR, edgecolor="black", label="masked")
+        colour_bar.ax.legend(handles=[masked], loc="upper left", bbox_to_anchor=(-0.5, -0.04), fontsize="small",
+                             frameon=False, handlelength=1.0)
     return fig

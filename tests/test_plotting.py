@@ -1,8 +1,12 @@
+import numpy as np
 import pytest
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
-from mha_lib.plotting import show_heatmaps
+from mha_lib import sequence_mask
+from mha_lib.plotting import MASKED_COLOUR, show_heatmaps
 
 
 def test_show_heatmaps_draws_one_labelled_panel_per_matrix_and_a_colour_bar():
@@ -37,3 +41,56 @@ def test_show_heatmaps_rejects_anything_but_a_4d_tensor(bad):
 def test_show_heatmaps_wants_one_title_per_column():
     with pytest.raises(ValueError, match="titles must name the 3 columns, got 2"):
         show_heatmaps(torch.rand(1, 3, 2, 2), titles=["a", "b"])
+
+
+def pixel(fig, ax, row: int, col: int) -> tuple[int, int, int]:
+    """The colour drawn at the centre of cell (row, col) of a heatmap panel."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    x, y = ax.transData.transform((col, row))
+    rgba = np.asarray(canvas.buffer_rgba())
+    return tuple(int(c) for c in rgba[rgba.shape[0] - int(round(y)), int(round(x)), :3])
+
+
+def legend_texts(fig) -> list[str]:
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    return [t.get_text() for legend in legends for t in legend.get_texts()]
+
+
+def test_a_masked_key_looks_different_from_a_near_zero_weight():
+    weights = torch.tensor([[[[0.999, 0.001, 0.0]]]])  # key 1 may attend but gets ~0; key 2 is masked
+    mask = torch.tensor([True, True, False])  # broadcasts to (1, 1, 1, 3)
+    fig = show_heatmaps(weights, mask=mask)
+    ax = fig.axes[0]
+    near_zero, masked = pixel(fig, ax, 0, 1), pixel(fig, ax, 0, 2)
+    assert min(near_zero) >= 235  # almost white: "Reds" starts at (255, 245, 240)
+    grey = tuple(round(255 * c) for c in to_rgb(MASKED_COLOUR))
+    assert all(abs(a - b) <= 2 for a, b in zip(masked, grey, strict=True)), (masked, grey)
+    assert legend_texts(fig) == ["masked"]
+
+
+def test_without_a_mask_a_zero_weight_is_drawn_like_any_other_and_there_is_no_legend():
+    weights = torch.tensor([[[[0.999, 0.001, 0.0]]]])
+    fig = show_heatmaps(weights)
+    assert min(pixel(fig, fig.axes[0], 0, 2)) >= 235 and legend_texts(fig) == []
+
+
+def test_the_mask_broadcasts_over_heads_and_marks_exactly_the_masked_cells():
+    valid_lens = torch.tensor([3, 2])
+    mask = sequence_mask(valid_lens, 6)[:, None, None, :]  # (2, 1, 1, 6) -> (2, 5, 4, 6)
+    fig = show_heatmaps(torch.rand(2, 5, 4, 6), mask=mask)
+    for i in range(2):
+        for j in range(5):
+            hidden = fig.axes[5 * i + j].get_images()[0].get_array().mask
+            assert hidden.shape == (4, 6) and hidden.sum(axis=1).tolist() == [6 - valid_lens[i].item()] * 4
+            assert not hidden[:, : valid_lens[i]].any()
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    (torch.ones(1, 1, 2, 2), TypeError, "mask must be a boolean tensor"),
+    (torch.ones(3, dtype=torch.bool), ValueError, r"mask must broadcast to matrices.shape = \(1, 1, 2, 2\)"),
+    ([[True, False]], TypeError, "mask must be a boolean tensor"),
+])
+def test_show_heatmaps_rejects_a_mask_that_is_not_boolean_or_does_not_broadcast(bad, error, message):
+    with pytest.raises(error, match=message):
+        show_heatmaps(torch.rand(1, 1, 2, 2), mask=bad)

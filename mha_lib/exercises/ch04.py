@@ -1,6 +1,7 @@
 """The exercises of chapter 04, the multi-head attention module.
 
-``check_mha_shapes``, ``check_mha_parameter_answer``, ``check_count_mha_parameters``, ``check_mha_forward``
+``check_blend_answer``, ``check_key_projection``, ``check_mha_shapes``, ``check_mha_parameter_answer``,
+``check_count_mha_parameters``, ``check_mha_forward``
 """
 
 from __future__ import annotations
@@ -12,11 +13,81 @@ import torch
 from torch import Tensor
 
 from ..chapters.anatomy import count_parameters
+from ..chapters.why_heads import two_place_inputs, two_place_layer
 from ..functional import masked_softmax, transpose_output, transpose_qkv
 from ..modules import MultiHeadAttention
-from ._engine import check_answer, check_formula, check_function
+from ._engine import CORRECT, NOT_YET, check_answer, check_formula, check_function
 
-__all__ = ['check_count_mha_parameters', 'check_mha_forward', 'check_mha_parameter_answer', 'check_mha_shapes']
+__all__ = ['check_blend_answer', 'check_count_mha_parameters', 'check_key_projection', 'check_mha_forward',
+           'check_mha_parameter_answer', 'check_mha_shapes']
+
+
+def check_blend_answer(answer: Any) -> None:
+    """Exercise: the one-head output when the weights are exactly 1/2 on positions 0 and 1 of the example."""
+    check_answer(answer, (5, 0, 5, 0), name="the output", hints={
+        (8, 0, 8, 0): "that is position 1's content alone; with weight 1/2 on each, the head averages the contents "
+                      "of positions 0 and 1, (2, 0) and (8, 0), feature by feature.",
+        (10, 0, 10, 0): "the weights sum to 1: one head returns a weighted AVERAGE of the values, not their sum.",
+        (2, 0, 8, 0): "that is what two heads could return, one per position. One head has one softmax, so it "
+                      "returns one average of the two contents, copied into both halves by W_v.",
+        (5, 0): "the output has num_hiddens = 4 features: W_v turns the content (a, b, 0, 0) into (a, b, a, b).",
+    }, success="(2, 0) and (8, 0) blend into (5, 0), and W_v copies it into both halves: (5, 0, 5, 0). "
+               "Neither position's content survives.")
+
+
+def _head_weights(matrix: Tensor, first: int, second: int) -> tuple[float, float]:
+    layer = two_place_layer(2)
+    with torch.no_grad():
+        layer.W_k.weight.copy_(matrix)
+        layer(*two_place_inputs())
+    weights = layer.attention_weights[0, :, 0]  # (num_heads, num_kvpairs) of the one query
+    return weights[0, first].item(), weights[1, second].item()
+
+
+def _picks(matrix: Tensor, first: int, second: int) -> bool:
+    return min(_head_weights(matrix, first, second)) >= 0.9
+
+
+def check_key_projection(fn: Any) -> None:
+    """Exercise: ``key_projection(first, second)``, a ``W_k.weight``: head 0 picks ``first``, head 1 ``second``."""
+    cases = [(1, 3), (0, 2), (3, 0), (2, 2)]
+    if not callable(fn):
+        check_function(fn, lambda *a: None, cases, name="key_projection", arg_names=["first", "second"])
+        return
+    for first, second in cases:
+        where = f"for first={first}, second={second}"
+        try:
+            matrix = fn(first, second)
+        except NotImplementedError:
+            print(NOT_YET + "key_projection still raises NotImplementedError. Write its body in the cell above "
+                            "(delete the raise line), run that cell, then run this one again.")
+            return
+        except Exception as error:  # noqa: BLE001 - any error in the reader's code becomes a hint
+            print(NOT_YET + f"key_projection raised {type(error).__name__}: {str(error).splitlines()[0]} ({where}).")
+            return
+        if not isinstance(matrix, Tensor) or matrix.shape != (4, 4) or not matrix.is_floating_point():
+            got = tuple(matrix.shape) if isinstance(matrix, Tensor) else type(matrix).__name__
+            print(NOT_YET + f"key_projection should return a float tensor of shape (4, 4), like W_k.weight; got "
+                            f"{got} ({where}). Start from torch.zeros(4, 4).")
+            return
+        if _picks(matrix, first, second):
+            continue
+        if _picks(matrix.T, first, second):
+            print(NOT_YET + "you wrote the matrix that multiplies the keys, W_k; nn.Linear stores its transpose in "
+                            "W_k.weight (out_features, in_features): row i makes projected feature i, column j "
+                            f"reads input feature j. Transpose it ({where}).")
+        elif _picks(matrix, second, first):
+            print(NOT_YET + "the heads are swapped: head 0 owns projected features 0-1 (rows 0 and 1 of W_k.weight), "
+                            f"head 1 owns features 2-3; head 0 must pick first ({where}).")
+        else:
+            head0, head1 = _head_weights(matrix, first, second)
+            print(NOT_YET + f"head 0 gives position {first} weight {head0:.2f} and head 1 gives position {second} "
+                            f"weight {head1:.2f}; both should be at least 0.9 ({where}). The projected query is "
+                            "(10, 0, 10, 0): only features 0 (head 0) and 2 (head 1) can raise a score, so put the "
+                            "1s in rows 0 and 2.")
+        return
+    print(CORRECT + "row 0 of W_k.weight reads position `first` into head 0's scoring feature, row 2 reads `second` "
+                    "into head 1's: each head picks its own position with weight above 0.9.")
 
 
 def check_mha_shapes(answer: Any) -> None:
