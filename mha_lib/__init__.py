@@ -1,7 +1,9 @@
 """mha_lib: the canonical multi-head attention of the mha-notebooks collection.
 
-The names follow the d2l book (``d2l.torch``), so code written for it runs with
-``from mha_lib import ...`` in place of ``from d2l import torch as d2l``.
+The names and signatures are those of the d2l book's Chinese edition 2.0 (the ``d2l`` 0.17 package):
+d2l 0.17's own Transformer encoder runs unchanged with ``mha_lib.MultiHeadAttention`` in its place.
+Read the implementation in the order ``masks``, ``functional``, ``modules``; ``chapters`` holds the
+chapters' helpers and ``exercises`` the self-checking exercises.
 """
 
 from .functional import dot_product_attention, masked_softmax, transpose_output, transpose_qkv
