@@ -11,7 +11,7 @@ from mha_lib.chapters.trace import (
     trace_transpose_qkv,
 )
 
-# The 10..27 example of the source notes (seed note 000): 2 sentences, 2 tokens, 4 features, 2 heads.
+# The 10..27 example of chapter 03: 2 sentences, 2 tokens, 4 features, 2 heads.
 X = torch.tensor([[[10, 11, 12, 13], [14, 15, 16, 17]],
                   [[20, 21, 22, 23], [24, 25, 26, 27]]])
 X_RESHAPED = torch.tensor([[[[10, 11], [12, 13]], [[14, 15], [16, 17]]],
@@ -24,7 +24,7 @@ X_FINAL = torch.tensor([[[10, 11], [14, 15]], [[12, 13], [16, 17]],
 SHAPES = [(2, 2, 4, 2), (2, 10, 100, 5), (1, 3, 6, 3), (3, 1, 8, 1), (2, 5, 8, 8)]
 
 
-def test_trace_transpose_qkv_matches_the_notes_step_by_step():
+def test_trace_transpose_qkv_matches_the_hand_worked_steps():
     steps = trace_transpose_qkv(X, num_heads=2)
     assert [step.code for step in steps] == [
         "X", "X.reshape(2, 2, 2, 2)", "X.permute(0, 2, 1, 3)", "X.reshape(4, 2, 2)"]
@@ -32,7 +32,7 @@ def test_trace_transpose_qkv_matches_the_notes_step_by_step():
         assert torch.equal(step.output, expected), step.name
 
 
-def test_trace_transpose_output_walks_the_notes_backwards():
+def test_trace_transpose_output_walks_the_steps_backwards():
     steps = trace_transpose_output(X_FINAL, num_heads=2)
     assert [step.code for step in steps] == [
         "X", "X.reshape(2, 2, 2, 2)", "X.permute(0, 2, 1, 3)", "X.reshape(2, 2, 4)"]

@@ -1,11 +1,12 @@
-"""Why scaled dot-product attention divides the scores by sqrt(d): measurements and their figures.
+"""Why scaled dot-product attention divides the scores by sqrt(d_k): measurements and their figures.
 
 Each ``measure_*`` function draws its own seeded random numbers (the global
 generator is left alone) and returns plain tensors in a dataclass; each
 ``plot_*`` function turns such a result into a ``Figure``.
 
-Names: ``d`` is the number of features of each query and key; ``num_kvpairs``
-the number of keys each query scores; a *row* is the scores of one query.
+Names: ``d`` (``d_k`` in the chapters, ``head_dim`` in a multi-head layer) is the number of
+features of each query and key; ``num_kvpairs`` the number of keys each query scores; a *row*
+is the scores of one query.
 """
 
 from __future__ import annotations
@@ -166,15 +167,15 @@ def plot_score_variance(result: ScoreVariance, figsize: tuple[float, float] = (5
     dims = result.dims.numpy()
     fig = Figure(figsize=figsize, layout="constrained")
     ax = fig.subplots()
-    ax.plot(dims, dims, "--", color="grey", label="$y = d$")
+    ax.plot(dims, dims, "--", color="grey", label="$y = d_k$")
     ax.plot(dims, [1.0] * len(dims), ":", color="grey", label="$y = 1$")
     ax.plot(dims, result.unscaled.numpy(), "o", color="tab:red", label=r"$q \cdot k$ (unscaled)")
-    ax.plot(dims, result.scaled.numpy(), "s", color="tab:blue", label=r"$q \cdot k / \sqrt{d}$ (scaled)")
+    ax.plot(dims, result.scaled.numpy(), "s", color="tab:blue", label=r"$q \cdot k / \sqrt{d_k}$ (scaled)")
     _log2_axis(ax, dims)
     ax.set_yscale("log")
-    ax.set_xlabel("d (features per query and key)")
+    ax.set_xlabel("$d_k$ (features per query and key)")
     ax.set_ylabel(f"variance over {result.num_samples} samples")
-    ax.set_title("The variance of a dot product grows like d")
+    ax.set_title("The variance of a dot product grows like $d_k$")
     ax.legend()
     return fig
 
@@ -193,13 +194,13 @@ def plot_softmax_saturation(result: SoftmaxSaturation, figsize: tuple[float, flo
         ax.axhline(one_hot, linestyle="--", color="grey", label="one-hot (all weight on one key)")
         ax.axhline(uniform, linestyle=":", color="grey", label=f"uniform (1/{m} on each key)")
         ax.plot(dims, getattr(result.unscaled, field).numpy(), "o-", color="tab:red", label="unscaled scores")
-        ax.plot(dims, getattr(result.scaled, field).numpy(), "s-", color="tab:blue", label=r"scaled by $1/\sqrt{d}$")
+        ax.plot(dims, getattr(result.scaled, field).numpy(), "s-", color="tab:blue", label=r"scaled by $1/\sqrt{d_k}$")
         _log2_axis(ax, dims)
-        ax.set_xlabel("d (features per query and key)")
+        ax.set_xlabel("$d_k$ (features per query and key)")
         ax.set_ylabel(ylabel)
         ax.set_title(title)
     right.legend(loc="center right", fontsize="small")
-    fig.suptitle(f"Softmax over {m} keys: without scaling it saturates as d grows")
+    fig.suptitle(f"Softmax over {m} keys: without scaling it saturates as $d_k$ grows")
     return fig
 
 
@@ -210,7 +211,7 @@ def plot_softmax_gradients(result: SoftmaxSaturation, figsize: tuple[float, floa
     fig = Figure(figsize=figsize, layout="constrained")
     left, right = fig.subplots(1, 2)
     for summary, style, color, label in ((result.unscaled, "o-", "tab:red", "unscaled scores"),
-                                         (result.scaled, "s-", "tab:blue", r"scaled by $1/\sqrt{d}$")):
+                                         (result.scaled, "s-", "tab:blue", r"scaled by $1/\sqrt{d_k}$")):
         left.plot(dims, summary.grad_norm.numpy(), style, color=color, label=label)
         right.plot(dims, summary.vanishing.numpy(), style, color=color, label=label)
     left.set_yscale("log")
@@ -221,7 +222,7 @@ def plot_softmax_gradients(result: SoftmaxSaturation, figsize: tuple[float, floa
     right.set_title("Rows that pass back almost no gradient")
     for ax in (left, right):
         _log2_axis(ax, dims)
-        ax.set_xlabel("d (features per query and key)")
+        ax.set_xlabel("$d_k$ (features per query and key)")
         ax.legend()
     fig.suptitle("Saturated softmax, vanishing gradient")
     return fig

@@ -19,16 +19,16 @@ __all__ = ['check_attention', 'check_causal_counts', 'check_masked_softmax', 'ch
 
 
 def check_score_variance(answer: Any) -> None:
-    """Exercise: Var(q . k) for d = 64 when every feature has variance 4, and the number to divide by."""
+    """Exercise: Var(q . k) for d_k = 64 when every feature has variance 4, and the number to divide by."""
     check_answer(answer, (1024, 32), name="the variance and the divisor", hints={
         (64, 8): "the features have variance 4 here, not 1: each product q_i k_i has variance 4 * 4 = 16.",
         (256, 16): "both q_i and k_i have variance 4, so each product q_i k_i has variance 4 * 4 = 16, "
                    "not 4; the sum of 64 of them has 64 * 16.",
         (1024, 1024): "dividing a number by c divides its variance by c squared. To bring 1024 down to 1, "
                       "divide by the standard deviation, sqrt(1024).",
-        (1024, 8): "sqrt(d) = 8 only brings the variance back to 1 when the features have variance 1. Here "
+        (1024, 8): "sqrt(d_k) = 8 only brings the variance back to 1 when the features have variance 1. Here "
                    "the variance is 1024, so divide by sqrt(1024).",
-    }, success="Var(q . k) = d * 4 * 4 = 1024; dividing by its standard deviation 32 brings it back to 1.")
+    }, success="Var(q . k) = d_k * 4 * 4 = 1024; dividing by its standard deviation 32 brings it back to 1.")
 
 
 def check_causal_counts(answer: Any) -> None:
@@ -47,8 +47,8 @@ def _attention_right(queries: Tensor, keys: Tensor, values: Tensor) -> tuple[Ten
 
 def _attention_variant(queries: Tensor, keys: Tensor, values: Tensor, *, scale: float | None = None,
                        dim: int = -1) -> tuple[Tensor, Tensor]:
-    d = queries.shape[-1]
-    scale = 1 / math.sqrt(d) if scale is None else scale
+    d_k = queries.shape[-1]
+    scale = 1 / math.sqrt(d_k) if scale is None else scale
     weights = F.softmax(queries @ keys.transpose(-2, -1) * scale, dim=dim)
     return weights @ values, weights
 
@@ -87,16 +87,16 @@ def check_attention(fn: Any) -> None:
     """Exercise: ``my_attention(queries, keys, values)`` returns ``(output, weights)`` of one head."""
     check_function(fn, _attention_right, _attention_cases(), name="my_attention",
                    arg_names=["queries", "keys", "values"], hints={
-        _attention_no_scale: "the scores are not scaled: divide queries @ keys^T by sqrt(d), where d is the "
+        _attention_no_scale: "the scores are not scaled: divide queries @ keys^T by sqrt(d_k), where d_k is the "
                              "number of features of a query.",
-        _attention_scale_by_d: "you divided the scores by d; divide by sqrt(d) (math.sqrt(d)), which brings "
+        _attention_scale_by_d: "you divided the scores by d_k; divide by sqrt(d_k) (math.sqrt(d_k)), which brings "
                                "their variance back to 1.",
         _attention_softmax_over_queries: "the softmax runs over the wrong axis: the weights of each QUERY (each "
                                          "row) must sum to 1, so use softmax(..., dim=-1), over the keys.",
         _attention_weights_only: "your function returned only the weights. Return a pair: "
                                  "(weights @ values, weights).",
         _attention_output_only: "your function returned only the output. Return a pair: (output, weights).",
-    }, success="softmax(Q K^T / sqrt(d)) V, with the weights of each query summing to 1.")
+    }, success="softmax(Q K^T / sqrt(d_k)) V, with the weights of each query summing to 1.")
 
 
 def _masked_softmax_right(X: Tensor, valid_lens: Tensor) -> Tensor:
