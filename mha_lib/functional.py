@@ -74,7 +74,7 @@ def dot_product_attention(
     require_qkv(queries, keys, values)
     if queries.shape[-1] != keys.shape[-1]:
         raise ValueError(
-            "queries and keys must have the same number of features d to take dot products, "
+            "queries and keys must have the same number of features d_k to take dot products, "
             f"got queries {tuple(queries.shape)} and keys {tuple(keys.shape)}"
         )
     if mask is not None:

@@ -86,7 +86,7 @@ CHAPTER_01 = [
     (ch01.check_split_heads, split_swaps_features, "you swapped the heads axis with the features axis"),
     (ch01.check_split_heads, split_hardcoded, "asked for a shape that does not hold the same number"),
     (ch01.check_merge_heads, merge_reshape_only, "a reshape alone reads the heads in memory order"),
-    (ch01.check_merge_heads, merge_view_after_transpose, "because the tensor is not contiguous"),
+    (ch01.check_merge_heads, merge_view_after_transpose, "because it merges axes that are not adjacent in memory"),
     (ch01.check_merge_heads, merge_features_first, "the features of the heads are interleaved"),
 ]
 
@@ -272,7 +272,7 @@ CHAPTER_03 = [
     (ch03.check_transpose_qkv, qkv_heads_first, "your samples are in head-major order"),
     (ch03.check_transpose_qkv, qkv_no_final_reshape, "your output has 4 axes (2, 4, 3, 2)"),
     (ch03.check_transpose_qkv, qkv_tokens_folded, "has shape (6, 4, 2) but should have (8, 3, 2): you folded tokens"),
-    (ch03.check_transpose_qkv, qkv_view_after_permute, "because the tensor is not contiguous"),
+    (ch03.check_transpose_qkv, qkv_view_after_permute, "because it merges axes that are not adjacent in memory"),
     (ch03.check_transpose_output, output_no_permute, "a reshape alone glues the heads together"),
     (ch03.check_transpose_output, output_heads_first, "you unfolded the first axis as (heads, batch)"),
     (ch03.check_repeat_valid_lens, lens_repeat, "you used repeat, which tiles the whole tensor"),

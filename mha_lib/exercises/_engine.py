@@ -153,8 +153,9 @@ def _explain_error(error: Exception, name: str, where: str, arg_names: Sequence[
         return (f"a fill value in {name} does not fit in the dtype of the scores ({where}): {message}. A number "
                 f"like -1e9 is outside the float16 range; use torch.finfo(X.dtype).min, the dtype's own minimum.")
     if "view size is not compatible" in message:
-        return (f"view(...) failed in {name} ({where}) because the tensor is not contiguous: after a transpose "
-                f"or permute its elements are out of memory order. Use reshape(...), or .contiguous() before view.")
+        return (f"view(...) failed in {name} ({where}) because it merges axes that are not adjacent in memory: "
+                f"after a transpose or permute they are out of memory order. Use reshape(...) (it copies when it "
+                f"must), or .contiguous() before view.")
     if "is invalid for input of size" in message:
         return (f"a view/reshape in {name} asked for a shape that does not hold the same number of elements "
                 f"({where}): {message}. Compute the sizes from the input, e.g. head_dim = num_hiddens // num_heads.")
