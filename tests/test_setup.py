@@ -122,3 +122,9 @@ def test_shipped_settings_turn_off_the_news_prompt_with_names_jupyterlab_knows()
     properties = json.loads(schema.read_text())["properties"]
     assert {value["const"] for value in properties["fetchNews"]["oneOf"]} >= {"false"}
     assert properties["checkForUpdates"]["type"] == "boolean"
+
+
+def test_readme_names_the_locked_torch():
+    readme = (ROOT / "README.md").read_text()
+    assert f"torch=={TORCH_VERSION}+cpu" in readme
+    assert not re.findall(r"torch==(?!" + re.escape(TORCH_VERSION) + r")\d", readme), "README names another torch"
