@@ -45,7 +45,7 @@ endef
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
-setup: $(STAMP) ## create .venv and install mha_lib with everything the notebooks and tests need
+setup: $(STAMP) ## create .venv and install mha_lib and everything the notebooks and tests need, as locked (TORCH=cuda: CUDA build)
 
 # Reinstall whenever the dependencies change. A .venv without a working pip (left by a failed `python3 -m venv`)
 # is made again; when venv fails, the half-made .venv is removed and the message says what to install.
@@ -64,7 +64,7 @@ $(STAMP): pyproject.toml $(LOCK)
 
 # JupyterLab opens on chapter 00 and takes its defaults from .jupyter/lab/settings/overrides.json (no news
 # pop-up); a reader's own settings in ~/.jupyter still win, and nothing is written into the checkout.
-lab: $(STAMP) ## open the notebooks in JupyterLab on 127.0.0.1:$(PORT), at chapter 00 (another port: make lab PORT=8899)
+lab: $(STAMP) ## open JupyterLab at chapter 00 on 127.0.0.1, port 8888 (another: make lab PORT=8899)
 	$(BIN)/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) $(ALLOW_ROOT) \
 		--LabApp.default_url=/lab/tree/00_start_here.ipynb --LabApp.app_settings_dir=.jupyter/lab/settings
 
