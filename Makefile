@@ -1,34 +1,72 @@
-# mha-notebooks. On a fresh machine (Python 3.11 and make) two commands do all the set-up:
+# mha-notebooks. On a fresh machine (Python 3.11 or newer, and make) two commands do all the set-up:
 #   make lab    read the collection in JupyterLab
 #   make test   run the unit tests and execute every notebook against its stored outputs
-# Both create the virtual environment .venv on first use.
+# Both create the virtual environment .venv on first use and install exactly the versions in requirements.lock.
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LOCK := requirements.lock
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=300 --nbval-sanitize-with tests/nbval_sanitize.cfg
 PORT ?= 8888
 # JupyterLab refuses to start as root unless told to; containers and CI machines often run as root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# --- Which PyTorch build -----------------------------------------------------------------------------------------
+# On Linux, PyPI's torch is the CUDA build: with its nvidia and triton packages the environment grows by about
+# 4.5 GB. So on Linux `make setup` asks for the CPU build (torch==X+cpu) from PyTorch's CPU wheel index (TORCH=cpu,
+# the default). TORCH=cuda takes PyPI's build instead (CUDA 13; the nvidia packages are pinned by the lock too).
+# On macOS and Windows PyPI's torch is already the CPU build (with MPS on Apple silicon), and TORCH changes nothing.
+# The index is probed first (10 s at most): pip would retry an unreachable index for every package it looks up.
+# Without the index, pip looks for torch==X+cpu among the indexes and find-links of its own configuration, and
+# stops with an error if there is none: it never falls back to the CUDA build.
+TORCH ?= cpu
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+UNAME_S ?= $(shell uname -s)
+TORCH_VERSION := $(shell sed -n 's/^torch==\([^ ;]*\).*/\1/p' $(LOCK))
+CPU_TORCH := $(and $(filter Linux,$(UNAME_S)),$(filter cpu,$(TORCH)))
+TORCH_PROBE := $(BIN)/python -c "import urllib.request; urllib.request.urlopen('$(TORCH_INDEX)/torch/', timeout=10)"
+
+# $(call pip_install,EXTRAS): install the checkout with EXTRAS (comma-separated: $(comma)), every version from the lock.
+comma := ,
+define pip_install
+	@echo "==> Installing mha-notebooks[$(1)] and its dependencies at the versions of $(LOCK)$(if $(CPU_TORCH), (torch $(TORCH_VERSION)+cpu))"
+	@$(if $(CPU_TORCH),if $(TORCH_PROBE) 2>/dev/null; then index="--extra-index-url $(TORCH_INDEX)"; \
+	else index=""; echo "==> $(TORCH_INDEX) is unreachable: looking for torch $(TORCH_VERSION)+cpu in pip's own indexes"; fi; \
+	)set -x; $(BIN)/python -m pip install $(if $(CPU_TORCH),$$index )--constraint $(LOCK) --editable '.[$(1)]'$(if $(CPU_TORCH), 'torch==$(TORCH_VERSION)+cpu') \
+	|| { echo "error: pip could not install mha-notebooks[$(1)] (see above).$(if $(CPU_TORCH), For PyPI's CUDA build instead: make $(MAKECMDGOALS) TORCH=cuda)"; exit 1; }
+endef
+
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-notebooks lint outputs bench bench-batching clean
+.PHONY: help setup lab test test-unit test-notebooks lint outputs bench bench-batching clean lock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
-setup: $(STAMP) ## create .venv and install mha_lib with everything the notebooks and tests need
+setup: $(STAMP) ## create .venv and install mha_lib and everything the notebooks and tests need, as locked (TORCH=cuda: CUDA build)
 
-# Reinstall whenever the dependencies change. constraints.txt pins torch to the local CPU build.
-$(STAMP): pyproject.toml constraints.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --constraint constraints.txt --editable '.[dev]'
+# Reinstall whenever the dependencies change. A .venv without a working pip (left by a failed `python3 -m venv`)
+# is made again; when venv fails, the half-made .venv is removed and the message says what to install.
+$(STAMP): pyproject.toml $(LOCK)
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+		echo "error: mha-notebooks needs Python 3.11 or newer; '$(PYTHON)' is $$($(PYTHON) --version 2>&1)."; \
+		echo "       Name another one: make $(MAKECMDGOALS) PYTHON=python3.12"; exit 1; }
+	@if ! $(BIN)/python -m pip --version >/dev/null 2>&1; then \
+		rm -rf $(VENV); echo "==> Creating the virtual environment $(VENV) with $$($(PYTHON) --version 2>&1)"; \
+		$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); \
+			echo "error: '$(PYTHON) -m venv $(VENV)' failed, so the half-made $(VENV) was removed."; \
+			echo "       On Debian or Ubuntu install the venv module first: sudo apt install python3-venv"; \
+			echo "       (or python3.X-venv for your Python 3.X), then run make again."; exit 1; }; fi
+	$(call pip_install,dev)
 	touch $@
 
-lab: $(STAMP) ## open the notebooks in JupyterLab on 127.0.0.1 (the URL with its token is printed)
-	$(BIN)/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) $(ALLOW_ROOT)
+# JupyterLab opens on chapter 00 and takes its defaults from .jupyter/lab/settings/overrides.json (no news
+# pop-up); a reader's own settings in ~/.jupyter still win, and nothing is written into the checkout.
+lab: $(STAMP) ## open JupyterLab at chapter 00 on 127.0.0.1, port 8888 (another: make lab PORT=8899)
+	$(BIN)/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) $(ALLOW_ROOT) \
+		--LabApp.default_url=/lab/tree/00_start_here.ipynb --LabApp.app_settings_dir=.jupyter/lab/settings
 
 test: test-unit test-notebooks ## run the unit tests, then execute every notebook with nbval (strict)
 
@@ -58,6 +96,14 @@ bench-batching: $(STAMP) ## chapter 07's sweeps, recorded in benchmarks/results/
 clean: ## remove the virtual environment, caches and build output
 	rm -rf $(VENV) build student .pytest_cache .ruff_cache *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# requirements.lock pins every package for Linux, macOS and Windows, Python 3.11 and newer. `uv pip compile` keeps
+# the pins it finds in the lock; LOCK_ARGS=--upgrade (or --upgrade-package NAME) moves them, after which
+# `make outputs` refreshes the notebooks that strict nbval compares. uv comes from `pip install uv`.
+UV ?= uv
+lock: ## regenerate requirements.lock from pyproject.toml with uv (LOCK_ARGS=--upgrade to take new releases)
+	$(UV) pip compile pyproject.toml --extra dev --extra browser --universal --python-version 3.11 \
+		--custom-compile-command "make lock" --output-file $(LOCK) $(LOCK_ARGS)
 
 # Lecture mode (tools/lecture): reveal.js slides and static HTML pages that work offline. reveal.js and MathJax
 # come from two PyPI packages, pinned with hashes in tools/lecture/requirements-assets.txt and installed once
@@ -93,7 +139,7 @@ student: $(STAMP) ## student copies of the notebooks, solutions replaced by stub
 BROWSER_STAMP := $(VENV)/.installed-browser
 
 $(BROWSER_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet --constraint constraints.txt --editable '.[dev,browser]'
+	$(call pip_install,dev$(comma)browser)
 	touch $@
 
 test-browser: $(BROWSER_STAMP) ## run chapters 03 and 05 in JupyterLab in headless Chromium (needs chromium)

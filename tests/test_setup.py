@@ -1,0 +1,130 @@
+"""What `make setup` and `make lab` do on a reader's machine: the commands they run, and how they fail.
+
+Each test runs make on a copy of the Makefile in a temporary folder, most with `make -n`, which prints the
+commands without running them, so nothing is installed.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+TORCH_VERSION = re.search(r"^torch==([^ ;\n]+)", (ROOT / "requirements.lock").read_text(), re.MULTILINE)[1]
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    for name in ("Makefile", "pyproject.toml", "requirements.lock"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    return tmp_path
+
+
+def make(checkout: Path, *arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "--no-print-directory", *arguments], cwd=checkout, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "MAKEFLAGS": ""})
+
+
+def pip_install_line(checkout: Path, *arguments: str) -> str:
+    result = make(checkout, "-n", "setup", *arguments)
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stdout.splitlines() if " -m pip install " in line]
+    return line
+
+
+def test_linux_setup_asks_for_the_cpu_build_of_the_locked_torch(checkout):
+    line = pip_install_line(checkout, "UNAME_S=Linux")
+    assert f"'torch=={TORCH_VERSION}+cpu'" in line
+    assert f"--extra-index-url {CPU_INDEX}" in line  # used when the probe reaches it
+    assert "--constraint requirements.lock --editable '.[dev]'" in line
+
+
+def test_the_cpu_index_is_probed_with_a_timeout_first(checkout):
+    # An unreachable extra index costs pip about 8 s of retries for every package it looks up.
+    line = pip_install_line(checkout, "UNAME_S=Linux")
+    assert f"urlopen('{CPU_INDEX}/torch/', timeout=10)" in line
+    assert line.index("urlopen(") < line.index(" -m pip install ")
+
+
+@pytest.mark.parametrize("arguments", [("UNAME_S=Linux", "TORCH=cuda"), ("UNAME_S=Darwin",), ("UNAME_S=MINGW64_NT",)])
+def test_elsewhere_setup_takes_pypi_torch_at_the_locked_version(checkout, arguments):
+    line = pip_install_line(checkout, *arguments)
+    assert "+cpu" not in line and CPU_INDEX not in line
+    assert "--constraint requirements.lock --editable '.[dev]'" in line
+
+
+def test_browser_extra_is_installed_from_the_lock_too(checkout):
+    result = make(checkout, "-n", ".venv/.installed-browser", "UNAME_S=Linux")
+    assert "--constraint requirements.lock --editable '.[dev,browser]'" in result.stdout
+
+
+def test_a_failed_venv_is_removed_and_the_message_says_what_to_install(checkout):
+    # Debian without python3-venv: `python3 -m venv` leaves a .venv with a python and no pip, and fails.
+    fake = checkout / "python3-without-venv"
+    fake.write_text(f"""#!/bin/sh
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
+    mkdir -p "$3/bin" && ln -s {sys.executable} "$3/bin/python"
+    echo "The virtual environment was not created successfully because ensurepip is not available." >&2
+    exit 1
+fi
+exec {sys.executable} "$@"
+""")
+    fake.chmod(0o755)
+    result = make(checkout, "setup", f"PYTHON={fake}")
+    assert result.returncode != 0
+    assert not (checkout / ".venv").exists(), "the half-made .venv stays and every later make fails"
+    assert "apt install python3-venv" in result.stdout
+
+
+def test_setup_refuses_a_python_older_than_requires_python(checkout):
+    fake = checkout / "old-python"
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} -c 'import sys; sys.exit(1)'\n")
+    fake.chmod(0o755)
+    result = make(checkout, "setup", f"PYTHON={fake}")
+    assert result.returncode != 0 and "needs Python 3.11 or newer" in result.stdout
+    assert not (checkout / ".venv").exists()
+
+
+# --- make lab ----------------------------------------------------------------------------------------------------
+
+def lab_command(checkout: Path, *arguments: str) -> str:
+    (checkout / ".venv").mkdir()
+    (checkout / ".venv" / ".installed").touch()  # newer than pyproject.toml and the lock: no install
+    result = make(checkout, "-n", "lab", *arguments)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_lab_opens_on_chapter_00_with_the_shipped_settings_and_the_chosen_port(checkout):
+    command = lab_command(checkout, "PORT=8899")
+    (start,) = re.findall(r"--LabApp\.default_url=/lab/tree/(\S+)", command)
+    assert (ROOT / "notebooks" / start).is_file() and start.startswith("00_")
+    assert "--ServerApp.port=8899" in command and "--ServerApp.ip=127.0.0.1" in command
+    (settings,) = re.findall(r"--LabApp\.app_settings_dir=(\S+)", command)
+    assert (ROOT / settings / "overrides.json").is_file()
+
+
+def test_shipped_settings_turn_off_the_news_prompt_with_names_jupyterlab_knows():
+    overrides = json.loads((ROOT / ".jupyter" / "lab" / "settings" / "overrides.json").read_text())
+    notification = overrides["@jupyterlab/apputils-extension:notification"]
+    assert notification == {"fetchNews": "false", "checkForUpdates": False}
+    schema = Path(sys.prefix) / "share/jupyter/lab/schemas/@jupyterlab/apputils-extension/notification.json"
+    if not schema.exists():
+        pytest.skip("JupyterLab is not installed here")
+    properties = json.loads(schema.read_text())["properties"]
+    assert {value["const"] for value in properties["fetchNews"]["oneOf"]} >= {"false"}
+    assert properties["checkForUpdates"]["type"] == "boolean"
+
+
+def test_readme_names_the_locked_torch():
+    readme = (ROOT / "README.md").read_text()
+    assert f"torch=={TORCH_VERSION}+cpu" in readme
+    assert not re.findall(r"torch==(?!" + re.escape(TORCH_VERSION) + r")\d", readme), "README names another torch"
