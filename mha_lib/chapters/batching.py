@@ -471,7 +471,7 @@ def make_result(runs: Sequence[dict], command: str, min_run_time: float) -> dict
     """Wrap run records with their provenance: date, torch and Python versions, platform, command."""
     result = {
         "schema": SCHEMA,
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "platform": platform.platform(),
