@@ -335,7 +335,7 @@ def test_devices_figure_keeps_live_and_recorded_apart(tiny_result):
     fig = plot_devices(tiny_result.runs, [tiny_result])
     time_ax, speed_ax = fig.axes
     live, recorded = time_ax.get_lines()
-    assert live.get_linestyle() == "-" and recorded.get_linestyle() == "--"
+    assert live.get_linestyle() == "-." and recorded.get_linestyle() == "--"  # the live run has 1 thread
     assert live.get_label().startswith("live: cpu") and recorded.get_label().startswith("recorded on ")
     note = [t.get_text() for t in speed_ax.texts][0]
     assert note.startswith("no GPU measurement") and 'ARGS="--device cuda"' in note

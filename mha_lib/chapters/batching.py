@@ -243,7 +243,6 @@ def _check_inputs(queries: Tensor, keys: Tensor, values: Tensor, num_heads: int)
 _COLOURS = {"per_sample": "tab:red", "per_head": "tab:orange", "batched": "tab:blue",
             "explicit": "tab:red", "sdpa": "tab:blue"}
 _DEVICE_COLOURS = {"cpu": "tab:blue", "cuda": "tab:green", "mps": "tab:purple"}
-_RUN_STYLES = [{"linestyle": "-", "marker": "o"}, {"linestyle": "--", "marker": "s"}, {"linestyle": ":", "marker": "^"}]
 
 
 def _threads_text(threads: int) -> str:
@@ -267,12 +266,14 @@ def _short(run: DeviceRun) -> str:
 def plot_loops_vs_batch(runs: Sequence[DeviceRun]) -> Figure:
     """Live loop-vs-batch sweeps: time per call against batch size, and the batched call's speed-up.
 
-    Each run (a device, or the CPU with another number of threads) gets its own line style.
+    The CPU with one thread is drawn dash-dot, with more threads solid; a GPU with square markers.
     """
     fig = Figure(figsize=(11, 4.6), layout="constrained")
     time_ax, speed_ax = fig.subplots(1, 2)
-    for run, style in zip(runs, _RUN_STYLES * len(runs), strict=False):
+    for run in runs:
         sweep: BatchSweepRecord = run.batch_sweep
+        style = {"linestyle": "-." if run.device == "cpu" and run.threads == 1 else "-",
+                 "marker": "o" if run.device == "cpu" else "s"}
         for name in IMPLEMENTATIONS:
             time_ax.plot(sweep.batch_sizes, [t * 1e3 for t in sweep.median_s[name]], color=_COLOURS[name],
                          label=f"{_LABELS[name]}, {_short(run)}", **style)
@@ -304,9 +305,12 @@ def plot_devices(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]) -> 
         for run in runs:
             sweep = run.batch_sweep
             label = _live_label(run) if kind == "live" else _recorded_label(result, run)
-            time_ax.plot(sweep.batch_sizes, [t * 1e3 for t in sweep.median_s["batched"]], label=label,
-                         **_line_style(kind, run.device))
-        cpu = next((run for run in runs if run.device == "cpu"), None)
+            style = _line_style(kind, run.device)
+            if kind == "live" and run.device == "cpu" and run.threads == 1:
+                style["linestyle"] = "-."  # the one-thread CPU run beside the all-threads one
+            time_ax.plot(sweep.batch_sizes, [t * 1e3 for t in sweep.median_s["batched"]], label=label, **style)
+        cpu_runs = [run for run in runs if run.device == "cpu"]
+        cpu = max(cpu_runs, key=lambda run: run.threads) if cpu_runs else None  # the CPU at its best
         for run in runs:
             if run.device == "cpu" or cpu is None:
                 continue
