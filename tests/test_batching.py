@@ -26,7 +26,14 @@ from mha_lib._bench.records import (
     save_result,
 )
 from mha_lib._bench.sweeps import BatchSweep, LengthSweep, measure_device, random_qkv
-from mha_lib._bench.timing import available_devices, device_name, median_time, paired_speedups, synchronize
+from mha_lib._bench.timing import (
+    available_devices,
+    device_name,
+    median_time,
+    paired_speedups,
+    synchronize,
+    thread_speedups,
+)
 from mha_lib.chapters.batching import (
     FLOAT32_LANES,
     IMPLEMENTATIONS,
@@ -168,6 +175,17 @@ def test_median_time_measures_the_work_and_paired_speedups_see_a_slower_function
         median_time(lambda: None, "cpu", min_run_time=0)
     with pytest.raises(ValueError, match="num_threads"):
         paired_speedups(lambda: None, lambda: None, "cpu", num_threads=0)
+
+
+def test_thread_speedups_compare_one_thread_with_more():
+    before = torch.get_num_threads()
+    seen = []
+    ratios = thread_speedups(lambda: seen.append(torch.get_num_threads()), 2, repeats=2, number=1)
+    assert len(ratios) == 2 and min(ratios) > 0
+    assert set(seen) == {1, 2}  # each side really ran with its own thread count
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="num_threads"):
+        thread_speedups(lambda: None, 0)
 
 
 def test_timing_leaves_the_thread_count_as_it_was():

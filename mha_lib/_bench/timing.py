@@ -1,7 +1,8 @@
 """Honest timings on a CPU or a GPU: warm up, synchronise, repeat and take medians.
 
-``median_time`` times one function; ``paired_speedups`` compares two functions with back-to-back
-measurements, which keeps a shared machine's drift out of the ratio. Both use
+``median_time`` times one function; ``paired_speedups`` compares two functions, and ``thread_speedups`` one
+function at two thread counts, with back-to-back measurements that keep a shared machine's drift out of
+the ratio. Both use
 ``torch.utils.benchmark.Timer``, which synchronises a GPU before it reads the clock.
 """
 
@@ -17,7 +18,8 @@ from torch.utils import benchmark
 from .._validation import require_positive_int
 from ..utils import cpu_threads
 
-__all__ = ["available_devices", "device_name", "median_time", "paired_speedups", "resolve_threads", "synchronize"]
+__all__ = ["available_devices", "device_name", "median_time", "paired_speedups", "resolve_threads", "synchronize",
+           "thread_speedups"]
 
 
 def available_devices() -> list[torch.device]:
@@ -94,16 +96,32 @@ def paired_speedups(slow: Callable[[], object], fast: Callable[[], object], devi
     Two timings taken right after each other, alternating which goes first, share most of that
     drift, so it cancels in their ratio; the median of the ratios is a robust summary.
     """
-    device = torch.device(device)
+    threads = resolve_threads(num_threads)
+    return _paired([(slow, threads), (fast, threads)], torch.device(device), repeats, number)
+
+
+def thread_speedups(fn: Callable[[], object], num_threads: int, repeats: int = 9, number: int = 5) -> list[float]:
+    """On the CPU, time ``fn`` with one thread and with ``num_threads`` back to back ``repeats`` times.
+
+    Returns each pair's ratio time(1 thread) / time(num_threads): above 1 where the extra threads help.
+    Paired like :func:`paired_speedups`, so a moment of load on the machine hits both sides of a ratio.
+    """
+    return _paired([(fn, 1), (fn, require_positive_int("num_threads", num_threads))], torch.device("cpu"),
+                   repeats, number)
+
+
+def _paired(calls: list[tuple[Callable[[], object], int]], device: torch.device, repeats: int,
+            number: int) -> list[float]:
+    """Ratios time(calls[0]) / time(calls[1]), each call timed with its own thread count, alternating order."""
     require_positive_int("repeats", repeats)
     require_positive_int("number", number)
-    threads = resolve_threads(num_threads)
-    slow, fast = _synchronized(slow, device), _synchronized(fast, device)
-    timers = [benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads) for fn in (slow, fast)]
+    timers = [benchmark.Timer(stmt="fn()", globals={"fn": _synchronized(fn, device)}, num_threads=threads)
+              for fn, threads in calls]
     ratios = []
-    with torch.inference_mode(), cpu_threads(threads):
-        for fn in (slow, fast):  # warm-up
-            fn()
+    with torch.inference_mode():
+        for fn, threads in calls:  # warm-up, each with its thread count
+            with cpu_threads(threads):
+                fn()
         synchronize(device)
         for i in range(repeats):
             order = (0, 1) if i % 2 == 0 else (1, 0)  # neither always runs second, on a warmer cache
