@@ -90,7 +90,7 @@ bench: $(STAMP) ## time mha_lib against torch.nn.MultiheadAttention, and one cha
 	$(BIN)/python benchmarks/bench_mha.py
 	$(BIN)/python benchmarks/bench_explorer.py
 
-bench-batching: $(STAMP) ## chapter 07's sweeps, recorded in benchmarks/results/ (ARGS="--device cuda" for a GPU)
+bench-batching: $(STAMP) ## chapter 07's sweeps, recorded in mha_lib/_bench/results/ (ARGS="--device cuda" for a GPU)
 	$(BIN)/python benchmarks/bench_batching.py $(ARGS)
 
 clean: ## remove the virtual environment, caches and build output

@@ -2,8 +2,8 @@
 
 Runs the two sweeps of chapter 07 (mha_lib.chapters.batching) on the CPU and on the GPU you name, in float32,
 inference, and writes one JSON result with its provenance (device names, torch version, date, threads,
-shapes, medians) into benchmarks/results/<device>-<date>.json. The notebook plots every file there,
-labelled as recorded.
+shapes, medians) into the package's results folder, mha_lib/_bench/results/<device>-<date>.json, which
+ships with mha_lib (package data). The notebook plots every file there, labelled as recorded.
 
     python benchmarks/bench_batching.py                  # the CPU only
     python benchmarks/bench_batching.py --device cuda    # an NVIDIA GPU, and the CPU of the same machine
@@ -23,15 +23,8 @@ from pathlib import Path
 
 import torch
 
-from mha_lib.chapters.batching import (
-    BatchSweep,
-    LengthSweep,
-    make_result,
-    measure_device,
-    save_result,
-)
-
-RESULTS = Path(__file__).resolve().parent / "results"
+from mha_lib._bench.records import make_result, results_directory, save_result
+from mha_lib._bench.sweeps import BatchSweep, LengthSweep, measure_device
 
 # The GPU sweeps go further: a GPU is slow on tiny batches (each kernel launch costs a few
 # microseconds) and fast on large ones, and the point where it overtakes the CPU is the interesting part.
@@ -56,7 +49,8 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--min-run-time", type=float, default=0.05,
                         help="seconds of timing per measurement (torch.utils.benchmark blocked_autorange)")
     parser.add_argument("--quick", action="store_true", help="a tiny sweep that takes seconds (for tests)")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON result")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"directory for the JSON result (default: the package's, {results_directory()})")
     args = parser.parse_args(argv)
 
     available = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}
@@ -73,15 +67,15 @@ def main(argv: list[str] | None = None) -> Path:
         start = time.perf_counter()
         runs.append(measure_device(device, BATCH_SWEEPS[size], LENGTH_SWEEPS[size], min_run_time, args.threads))
         run = runs[-1]
-        print(f"{device}: {run['name']}, threads {run['threads']}, {time.perf_counter() - start:.1f} s")
-        sweep = run["batch_sweep"]
-        for i, batch_size in enumerate(sweep["batch_sizes"]):
-            times = "  ".join(f"{name} {sweep['median_s'][name][i] * 1e3:8.3f} ms" for name in sweep["median_s"])
+        print(f"{device}: {run.name}, threads {run.threads}, {time.perf_counter() - start:.1f} s")
+        sweep = run.batch_sweep
+        for i, batch_size in enumerate(sweep.batch_sizes):
+            times = "  ".join(f"{name} {sweep.median_s[name][i] * 1e3:8.3f} ms" for name in sweep.median_s)
             print(f"  batch {batch_size:5d}:  {times}")
-        sweep = run["length_sweep"]
-        for i, seq_len in enumerate(sweep["seq_lens"]):
-            times = "  ".join(f"{name} {sweep['median_s'][name][i] * 1e3:8.3f} ms" for name in sweep["median_s"])
-            print(f"  seq {seq_len:5d}:  {times}  score tensor {sweep['score_bytes'][i] / 2**20:8.2f} MiB")
+        sweep = run.length_sweep
+        for i, seq_len in enumerate(sweep.seq_lens):
+            times = "  ".join(f"{name} {sweep.median_s[name][i] * 1e3:8.3f} ms" for name in sweep.median_s)
+            print(f"  seq {seq_len:5d}:  {times}  score tensor {sweep.score_bytes[i] / 2**20:8.2f} MiB")
 
     command = " ".join(["python", "benchmarks/bench_batching.py", *map(shlex.quote, sys.argv[1:] if argv is None
                                                                          else argv)])

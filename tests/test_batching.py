@@ -1,7 +1,8 @@
-"""mha_lib.chapters.batching: the three implementations agree, the exact costs, the JSON schema and its reader,
-figures."""
+"""mha_lib.chapters.batching (the three implementations agree, exact costs, CPU facts, figures) and the
+private harness mha_lib._bench (timing, sweeps, the dataclass records and their reader, the bench script)."""
 
 import copy
+import dataclasses
 import importlib.util
 import json
 import math
@@ -13,32 +14,41 @@ import torch.nn.functional as F
 from matplotlib.figure import Figure
 
 from mha_lib import MultiHeadAttention
-from mha_lib.chapters.batching import (
-    IMPLEMENTATIONS,
+from mha_lib._bench.records import (
     SCHEMA,
-    BatchSweep,
-    LengthSweep,
+    BenchResult,
+    DeviceRun,
+    load_result,
+    load_results,
+    make_result,
+    provenance,
+    results_directory,
+    save_result,
+)
+from mha_lib._bench.sweeps import BatchSweep, LengthSweep, measure_device, random_qkv
+from mha_lib._bench.timing import (
+    available_devices,
+    device_name,
+    median_time,
+    paired_speedups,
+    synchronize,
+    thread_speedups,
+)
+from mha_lib.chapters.batching import (
+    FLOAT32_LANES,
+    IMPLEMENTATIONS,
     attention_batched,
     attention_flops,
     attention_per_head,
     attention_per_sample,
-    available_devices,
     call_plan,
-    device_name,
-    load_result,
-    load_results,
-    make_result,
-    measure_device,
-    median_time,
-    paired_speedups,
+    cpu_facts,
+    gpu_overtakes_at,
     peak_flops,
     plot_devices,
     plot_length_sweep,
     plot_loops_vs_batch,
-    provenance,
-    random_qkv,
-    save_result,
-    validate_result,
+    speedups,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +57,7 @@ TINY_LENGTH = LengthSweep(seq_lens=(4, 8), batch_size=1, num_hiddens=8, num_head
 
 
 @pytest.fixture(scope="module")
-def tiny_result() -> dict:
+def tiny_result() -> BenchResult:
     run = measure_device("cpu", TINY_BATCH, TINY_LENGTH, min_run_time=0.001, num_threads=1)
     return make_result([run], "pytest", 0.001)
 
@@ -94,7 +104,7 @@ def test_call_plan_counts_calls_and_shapes():
         ("per_head", 5, (32, 10, 20)),
         ("batched", 1, (160, 10, 20)),
     ]
-    with pytest.raises(ValueError, match="divisible"):
+    with pytest.raises(ValueError, match="num_heads=3 must divide num_hiddens=100"):
         call_plan(2, 10, 100, 3)
     with pytest.raises(ValueError, match="batch_size"):
         call_plan(0, 10, 100, 5)
@@ -120,32 +130,67 @@ def test_peak_flops_table_picks_the_most_specific_name():
         peak_flops(None)
 
 
+# ---------------------------------------------------------------- what a CPU core offers
+
+
+def test_cpu_facts_report_this_machine():
+    facts = cpu_facts()
+    assert facts["capability"] == torch.backends.cpu.get_cpu_capability()
+    assert facts["float32_lanes"] == FLOAT32_LANES.get(facts["capability"])
+    assert facts["logical_cores"] >= 1 and facts["torch_threads"] == torch.get_num_threads()
+    if Path("/proc/cpuinfo").exists():
+        assert 1e8 < facts["clock_hz"] < 1e10  # between 0.1 and 10 GHz
+    assert FLOAT32_LANES == {"AVX512": 512 // 32, "AVX2": 256 // 32}  # register bits / bits of a float32
+
+
+def test_speedups_divide_element_by_element():
+    assert speedups([4.0, 9.0], [2.0, 3.0]) == [2.0, 3.0]
+    with pytest.raises(ValueError, match="same number of timings"):
+        speedups([1.0], [1.0, 2.0])
+
+
 # ---------------------------------------------------------------- devices and timing
 
 
-def test_available_devices_start_with_the_cpu_and_list_only_present_gpus():
+def test_available_devices_start_with_the_cpu_and_each_one_computes():
     devices = available_devices()
-    assert devices[0] == torch.device("cpu")
-    assert (torch.device("cuda") in devices) == torch.cuda.is_available()
-    assert (torch.device("mps") in devices) == torch.backends.mps.is_available()
+    assert devices[0] == torch.device("cpu") and len(set(devices)) == len(devices)
+    for device in devices:  # each listed device really runs a computation
+        X = torch.ones(2, 2, device=device)
+        synchronize(device)
+        assert (X @ X).sum().item() == 8.0
     assert device_name("cpu")
     with pytest.raises(ValueError, match="device must be a cpu, cuda or mps"):
         device_name("meta")
 
 
-def test_median_time_and_paired_speedups_return_positive_seconds():
-    X = torch.randn(4, 4)
-    assert median_time(lambda: X @ X, "cpu", min_run_time=0.001) > 0
-    ratios = paired_speedups(lambda: X @ X, lambda: X + X, "cpu", repeats=3, number=2, num_threads=1)
-    assert len(ratios) == 3 and all(r > 0 for r in ratios)
+def test_median_time_measures_the_work_and_paired_speedups_see_a_slower_function():
+    small, large = torch.randn(8, 8), torch.randn(256, 256)
+    assert 0 < median_time(lambda: small @ small, "cpu", min_run_time=0.01)
+    # 256^3 multiply-adds against 8^3: the large product is many times slower, whatever the machine's load
+    ratios = paired_speedups(lambda: large @ large, lambda: small @ small, "cpu", repeats=3, number=2,
+                             num_threads=1)
+    assert len(ratios) == 3 and sorted(ratios)[1] > 5
     with pytest.raises(ValueError, match="min_run_time"):
         median_time(lambda: None, "cpu", min_run_time=0)
     with pytest.raises(ValueError, match="num_threads"):
         paired_speedups(lambda: None, lambda: None, "cpu", num_threads=0)
 
 
-def test_sweeps_leave_the_thread_count_as_it_was(tiny_result):
+def test_thread_speedups_compare_one_thread_with_more():
     before = torch.get_num_threads()
+    seen = []
+    ratios = thread_speedups(lambda: seen.append(torch.get_num_threads()), 2, repeats=2, number=1)
+    assert len(ratios) == 2 and min(ratios) > 0
+    assert set(seen) == {1, 2}  # each side really ran with its own thread count
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="num_threads"):
+        thread_speedups(lambda: None, 0)
+
+
+def test_timing_leaves_the_thread_count_as_it_was():
+    before = torch.get_num_threads()
+    median_time(lambda: None, "cpu", min_run_time=0.001, num_threads=1)
     measure_device("cpu", TINY_BATCH, TINY_LENGTH, min_run_time=0.001, num_threads=1)
     assert torch.get_num_threads() == before
 
@@ -155,125 +200,168 @@ def test_random_qkv_is_seeded():
     assert [tuple(X.shape) for X in first] == [(2, 3, 4)] * 3
     for a, b in zip(first, second, strict=True):
         assert torch.equal(a, b)
+    assert not torch.equal(random_qkv(2, 3, 4, seed=6)[0], first[0])
 
 
-# ---------------------------------------------------------------- results
+# ---------------------------------------------------------------- records
 
 
 def test_a_measured_run_has_the_documented_fields(tiny_result):
-    run = tiny_result["runs"][0]
-    assert tiny_result["schema"] == SCHEMA
-    assert run["device"] == "cpu" and run["threads"] == 1 and run["peak_flops"] is None
-    assert run["batch_sweep"]["batch_sizes"] == [1, 3]
-    assert set(run["batch_sweep"]["median_s"]) == {"per_sample", "per_head", "batched"}
-    assert run["batch_sweep"]["flops"] == [attention_flops(b, 4, 4, 8) for b in (1, 3)]
-    sweep = run["length_sweep"]
-    assert sweep["score_bytes"] == [1 * 2 * n * n * 4 for n in (4, 8)]
-    assert sweep["peak_memory_bytes"] is None  # not measured on the CPU
-    assert set(sweep["median_s"]) == {"explicit", "sdpa"}
+    run = tiny_result.runs[0]
+    assert isinstance(run, DeviceRun) and tiny_result.schema == SCHEMA
+    assert run.device == "cpu" and run.threads == 1 and run.peak_flops is None
+    assert run.batch_sweep.batch_sizes == [1, 3]
+    assert set(run.batch_sweep.median_s) == {"per_sample", "per_head", "batched"}
+    assert run.batch_sweep.flops == [attention_flops(b, 4, 4, 8) for b in (1, 3)]
+    sweep = run.length_sweep
+    assert sweep.score_bytes == [1 * 2 * n * n * 4 for n in (4, 8)]
+    assert sweep.peak_memory_bytes is None  # not measured on the CPU
+    assert set(sweep.median_s) == {"explicit", "sdpa"}
 
 
 def test_save_and_load_round_trip(tiny_result, tmp_path):
     path = save_result(tiny_result, tmp_path)
-    assert path.name == f"cpu-{tiny_result['date']}.json"
+    assert path.name == f"cpu-{tiny_result.date}.json"
+    assert json.loads(path.read_text()) == dataclasses.asdict(tiny_result)
     assert load_result(path) == tiny_result
-    assert load_results(tmp_path) == [tiny_result]
-    assert load_results(tmp_path / "empty") == []
-    label = provenance(tiny_result, tiny_result["runs"][0])
-    assert label.startswith("recorded on ") and "1 thread)" in label and tiny_result["date"] in label
+    assert load_results(tmp_path) == {path.name: tiny_result}
+    assert load_results(tmp_path / "empty") == {}
+    label = provenance(tiny_result, tiny_result.runs[0])
+    assert label.startswith("recorded on ") and "1 thread)" in label and tiny_result.date in label
+    with pytest.raises(TypeError, match="result must be a BenchResult"):
+        save_result(dataclasses.asdict(tiny_result), tmp_path)
 
 
 BREAKAGES = [
-    (lambda r: r.pop("torch"), "torch must be a string"),
-    (lambda r: r.update(schema="other/1"), "schema must be"),
-    (lambda r: r.update(date="21.11.2026"), "date must be YYYY-MM-DD"),
-    (lambda r: r.update(runs=[]), "at least one run"),
-    (lambda r: r["runs"][0].update(device="tpu"), r"runs\[0\]\.device must be"),
-    (lambda r: r["runs"][0]["batch_sweep"]["median_s"].pop("batched"), r"median_s\.batched must be a list"),
-    (lambda r: r["runs"][0]["batch_sweep"]["median_s"]["per_head"].append(1.0), "must be a list of 2 numbers"),
-    (lambda r: r["runs"][0]["length_sweep"]["median_s"]["sdpa"].__setitem__(0, -1.0), "positive finite"),
-    (lambda r: r["runs"][0]["length_sweep"].update(seq_lens=[4, "8"]), "must list positive integers"),
+    (lambda r: r.pop("torch"), "broken.json: torch is missing"),
+    (lambda r: r.update(torch=2.13), "broken.json: torch must be str, got float"),
+    (lambda r: r.update(schema="other/1"), "broken.json: schema must be"),
+    (lambda r: r.update(date="21.11.2026"), "broken.json: date must be YYYY-MM-DD"),
+    (lambda r: r.update(runs=[]), "broken.json: runs must hold at least one run"),
+    (lambda r: r.update(runs={}), "broken.json: runs must be a list"),
+    (lambda r: r["runs"].append(3), r"broken.json: runs\[1\] must be an object"),
+    (lambda r: r["runs"][0].update(device="tpu"), r"broken.json: runs\[0\]\.device must be one of"),
+    (lambda r: r["runs"][0].update(threads=True), r"runs\[0\]\.threads must be int, got bool"),
+    (lambda r: r["runs"][0]["batch_sweep"]["median_s"].pop("batched"),
+     r"runs\[0\]\.batch_sweep\.median_s\.batched is missing"),
+    (lambda r: r["runs"][0]["batch_sweep"]["median_s"]["per_head"].append(1.0),
+     r"batch_sweep\.median_s\.per_head must hold 2 positive numbers"),
+    (lambda r: r["runs"][0]["length_sweep"]["median_s"]["sdpa"].__setitem__(0, -1.0),
+     r"length_sweep\.median_s\.sdpa must hold 2 positive numbers"),
+    (lambda r: r["runs"][0]["length_sweep"]["median_s"]["sdpa"].__setitem__(1, "fast"),
+     r"length_sweep\.median_s\.sdpa\[1\] must be float, got str"),
+    (lambda r: r["runs"][0]["length_sweep"].update(seq_lens=[4, "8"]), r"length_sweep\.seq_lens\[1\] must be int"),
+    (lambda r: r["runs"][0]["length_sweep"].update(score_bytes=[1]), r"length_sweep\.score_bytes must hold 2"),
 ]
 
 
 @pytest.mark.parametrize(("breakage", "message"), BREAKAGES)
-def test_a_malformed_result_is_rejected_with_a_clear_error(tiny_result, tmp_path, breakage, message):
-    broken = copy.deepcopy(tiny_result)
+def test_a_malformed_result_is_rejected_naming_the_file_and_the_field(tiny_result, tmp_path, breakage, message):
+    broken = copy.deepcopy(dataclasses.asdict(tiny_result))
     breakage(broken)
     path = tmp_path / "broken.json"
     path.write_text(json.dumps(broken))
     with pytest.raises(ValueError, match=message) as error:
         load_result(path)
-    assert str(error.value).startswith("broken.json")  # names the file
+    assert str(error.value).startswith("broken.json")
 
 
-def test_a_file_that_is_not_json_is_rejected(tmp_path):
+def test_a_file_that_is_not_json_or_not_an_object_is_rejected(tmp_path):
     path = tmp_path / "cut.json"
     path.write_text('{"schema": "mha-notebooks/bench_batching/1", "runs": [')
     with pytest.raises(ValueError, match="cut.json is not valid JSON"):
         load_result(path)
-    with pytest.raises(ValueError, match="must be an object"):
-        validate_result([], "x")
+    with pytest.raises(ValueError, match="^x must be an object, got list"):
+        BenchResult.from_dict([], "x")
 
 
-def test_recorded_results_in_the_repository_follow_the_schema():
-    results = load_results(ROOT / "benchmarks" / "results")
-    assert results, "benchmarks/results/ should hold at least the CPU recording"
-    assert any(run["device"] == "cpu" for result in results for run in result["runs"])
+def test_recorded_results_ship_inside_the_package():
+    directory = results_directory()
+    assert directory == Path(__import__("mha_lib._bench").__file__).parent / "_bench" / "results"
+    results = load_results()
+    assert "cpu-2026-11-21.json" in results, "the CPU recording of 2026-11-21 must stay"
+    cpu = results["cpu-2026-11-21.json"]
+    # its provenance and first numbers, as recorded (converting the format must not change them)
+    assert (cpu.torch, cpu.command, cpu.runs[0].threads) == ("2.13.0+cpu", "python benchmarks/bench_batching.py "
+                                                                         "--threads 1", 1)
+    assert cpu.runs[0].batch_sweep.median_s["batched"][0] == 3.6748740003531564e-05
+    assert not (ROOT / "benchmarks" / "results").exists(), "recorded results live in mha_lib/_bench/results/"
 
 
-def test_bench_script_quick_run_writes_the_documented_schema(tmp_path):
+def test_bench_script_quick_run_writes_a_loadable_result(tmp_path):
     spec = importlib.util.spec_from_file_location("bench_batching", ROOT / "benchmarks" / "bench_batching.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     path = bench.main(["--quick", "--threads", "1", "--out", str(tmp_path)])
     assert path.parent == tmp_path and path.name.startswith("cpu-")
     result = load_result(path)
-    assert result["command"] == f"python benchmarks/bench_batching.py --quick --threads 1 --out {tmp_path}"
-    assert [run["device"] for run in result["runs"]] == ["cpu"]
-    assert result["runs"][0]["batch_sweep"]["batch_sizes"] == list(bench.BATCH_SWEEPS["quick"].batch_sizes)
-    assert isinstance(result["load_average_1min"], float | None)
+    assert result.command == f"python benchmarks/bench_batching.py --quick --threads 1 --out {tmp_path}"
+    assert [run.device for run in result.runs] == ["cpu"]
+    assert result.runs[0].batch_sweep.batch_sizes == list(bench.BATCH_SWEEPS["quick"].batch_sizes)
+    assert result.load_average_1min is None or result.load_average_1min >= 0
     if not torch.cuda.is_available():
         with pytest.raises(SystemExit):
             bench.main(["--device", "cuda", "--out", str(tmp_path)])
 
 
-# ---------------------------------------------------------------- figures
+# ---------------------------------------------------------------- comparisons and figures
+
+
+def _with_fake_gpu(result: BenchResult, factor: float) -> BenchResult:
+    """A copy of ``result`` with a made-up GPU run ``factor`` times faster; only to test the drawing."""
+    gpu = copy.deepcopy(result)
+    fake = copy.deepcopy(gpu.runs[0])
+    fake.device, fake.name = "cuda", "test GPU"
+    fake.batch_sweep.median_s["batched"] = [t / factor for t in fake.batch_sweep.median_s["batched"]]
+    gpu.runs.insert(0, fake)
+    return gpu
+
+
+def test_gpu_overtakes_at_finds_the_first_size_from_which_on_it_is_faster(tiny_result):
+    cpu = tiny_result.runs[0]
+    gpu = copy.deepcopy(cpu)
+    gpu.batch_sweep.median_s["batched"] = [cpu.batch_sweep.median_s["batched"][0] * 2,
+                                           cpu.batch_sweep.median_s["batched"][1] / 2]
+    assert gpu_overtakes_at(cpu, gpu) == 3
+    assert gpu_overtakes_at(cpu, _with_fake_gpu(tiny_result, 2.0).runs[0]) == 1
+    assert gpu_overtakes_at(cpu, _with_fake_gpu(tiny_result, 0.5).runs[0]) is None
+    with pytest.raises(TypeError, match="cpu_run must be a DeviceRun"):
+        gpu_overtakes_at({}, gpu)
 
 
 def _labels(ax) -> list[str]:
     return [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
 
 
-def test_loops_figure(tiny_result):
-    fig = plot_loops_vs_batch(tiny_result["runs"])
+def test_loops_figure_draws_each_run_with_its_threads(tiny_result):
+    one = tiny_result.runs[0]
+    two = dataclasses.replace(one, threads=2)
+    fig = plot_loops_vs_batch([one, two])
     assert isinstance(fig, Figure)
     time_ax, speed_ax = fig.axes
     assert time_ax.get_xscale() == time_ax.get_yscale() == "log"
     assert time_ax.get_ylabel() == "median time per call (ms)" and "batch size" in time_ax.get_xlabel()
-    assert len(_labels(time_ax)) == 3 and all(label.endswith(", cpu") for label in _labels(time_ax))
+    labels = _labels(time_ax)
+    assert len(labels) == 6 and sum(label.endswith("cpu, 1 thread") for label in labels) == 3
+    assert sum(label.endswith("cpu, 2 threads") for label in labels) == 3
     assert speed_ax.get_title() and speed_ax.get_legend() is not None
     y = time_ax.get_lines()[2].get_ydata()
-    assert list(y) == [t * 1e3 for t in tiny_result["runs"][0]["batch_sweep"]["median_s"]["batched"]]
+    assert list(y) == [t * 1e3 for t in one.batch_sweep.median_s["batched"]]
 
 
 def test_devices_figure_keeps_live_and_recorded_apart(tiny_result):
-    fig = plot_devices(tiny_result["runs"], [tiny_result])
+    fig = plot_devices(tiny_result.runs, [tiny_result])
     time_ax, speed_ax = fig.axes
     live, recorded = time_ax.get_lines()
-    assert live.get_linestyle() == "-" and recorded.get_linestyle() == "--"
+    assert live.get_linestyle() == "-." and recorded.get_linestyle() == "--"  # the live run has 1 thread
     assert live.get_label().startswith("live: cpu") and recorded.get_label().startswith("recorded on ")
-    assert [t.get_text() for t in speed_ax.texts][0].startswith("no GPU measurement")
+    note = [t.get_text() for t in speed_ax.texts][0]
+    assert note.startswith("no GPU measurement") and 'ARGS="--device cuda"' in note
     assert fig.legends and time_ax.get_xscale() == "log"
 
 
 def test_devices_figure_draws_a_speedup_when_a_gpu_run_is_present(tiny_result):
-    gpu = copy.deepcopy(tiny_result)
-    fake = copy.deepcopy(gpu["runs"][0])  # a made-up GPU record, only to test the drawing
-    fake.update(device="cuda", name="test GPU")
-    fake["batch_sweep"]["median_s"]["batched"] = [t / 2 for t in fake["batch_sweep"]["median_s"]["batched"]]
-    gpu["runs"].insert(0, fake)
-    fig = plot_devices([], [gpu])
+    fig = plot_devices([], [_with_fake_gpu(tiny_result, 2.0)])
     speed_ax = fig.axes[1]
     (line,) = [line for line in speed_ax.get_lines() if "test GPU vs its CPU" in line.get_label()]
     assert all(math.isclose(y, 2.0) for y in line.get_ydata())
@@ -281,10 +369,11 @@ def test_devices_figure_draws_a_speedup_when_a_gpu_run_is_present(tiny_result):
 
 
 def test_length_figure_draws_the_exact_score_memory(tiny_result):
-    fig = plot_length_sweep(tiny_result["runs"], [tiny_result])
+    fig = plot_length_sweep(tiny_result.runs, [tiny_result])
     time_ax, memory_ax = fig.axes
     assert memory_ax.get_ylabel() == "memory (MiB)" and memory_ax.get_yscale() == "log"
     exact = [line for line in memory_ax.get_lines() if line.get_label().startswith("one score tensor")]
     assert list(exact[0].get_ydata()) == [1 * 2 * n * n * 4 / 2**20 for n in (4, 8)]
     assert len(_labels(time_ax)) == 4  # explicit and sdpa, live and recorded
-
+    with pytest.raises(ValueError, match="no run to draw"):
+        plot_length_sweep([], [])

@@ -79,11 +79,13 @@ def test_the_cell_pip_installs_the_repository_where_mha_lib_is_missing(monkeypat
 
 
 def test_the_repository_url_is_a_github_repository():
-    assert colab.REPOSITORY_URL == "https://github.com/mha-notebooks/mha-notebooks"
+    assert colab.REPOSITORY_URL == colab.repository_url()  # from pyproject.toml, the one place
+    owner_name = colab.REPOSITORY_URL.removeprefix("https://github.com/")
+    assert owner_name.count("/") == 1
     assert colab.colab_url(Path("03_splitting_heads.ipynb")) == (
-        "https://colab.research.google.com/github/mha-notebooks/mha-notebooks/blob/main/notebooks/03_splitting_heads.ipynb")
+        f"https://colab.research.google.com/github/{owner_name}/blob/main/notebooks/03_splitting_heads.ipynb")
     assert colab.binder_url(Path("00_start_here.ipynb")) == (
-        "https://mybinder.org/v2/gh/mha-notebooks/mha-notebooks/HEAD?urlpath=lab/tree/notebooks/00_start_here.ipynb")
+        f"https://mybinder.org/v2/gh/{owner_name}/HEAD?urlpath=lab/tree/notebooks/00_start_here.ipynb")
 
 
 def test_badges_give_binder_and_one_colab_badge_per_chapter():

@@ -1,8 +1,13 @@
 """Give every chapter a first code cell that installs mha_lib where it is missing, as on Google Colab.
 
 Usage: python tools/colab.py [NOTEBOOK ...]   add or update the cell (default: every notebooks/*.ipynb)
-       python tools/colab.py --check          exit 1 if a notebook lacks the current cell (changes nothing)
+       python tools/colab.py --check          exit 1 if a notebook lacks the current cell or the README's
+                                              badges differ from what --badges prints (changes nothing)
        python tools/colab.py --badges         print the README badges: Binder, and Colab for each chapter
+
+The repository address lives in one place, ``[project.urls] Repository`` in pyproject.toml; the cell and the
+badges are made from it. After changing it, run this tool, paste the output of ``--badges`` into README.md,
+and ``--check`` passes again.
 
 Where ``import mha_lib`` works (``make lab``, Binder, CI) the cell does nothing and prints nothing, so the
 stored outputs and nbval are unaffected. On Colab it pip-installs the collection from its repository.
@@ -19,12 +24,28 @@ import sys
 from pathlib import Path
 
 import nbformat
+import tomllib
 
-# The public repository. A placeholder until it exists: change it here only.
-REPOSITORY_URL = "https://github.com/mha-notebooks/mha-notebooks"
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+README = ROOT / "README.md"
 BRANCH = "main"
 TAG = "colab-install"
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+_GITHUB = re.compile(r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_BADGE_URL = re.compile(r"https://(?:colab\.research\.google\.com/github|mybinder\.org/v2/gh)/[^)\s]+")
+
+
+def repository_url(pyproject: Path = ROOT / "pyproject.toml") -> str:
+    """The repository address, ``[project.urls] Repository`` in pyproject.toml: a https://github.com/owner/name."""
+    url = tomllib.loads(pyproject.read_text())["project"]["urls"]["Repository"]
+    if not _GITHUB.fullmatch(url):
+        raise ValueError(f"[project.urls] Repository in {pyproject.name} must be https://github.com/<owner>/<name>, "
+                         f"got {url!r}")
+    return url
+
+
+# A placeholder until the collection is published; change it in pyproject.toml only.
+REPOSITORY_URL = repository_url()
 
 INSTALL_CELL = f"""\
 # On Google Colab, mha_lib is not installed yet: this installs it from the collection's repository.
@@ -105,6 +126,16 @@ def badges(paths: list[Path]) -> str:
     return "\n".join(lines)
 
 
+def readme_drift(readme: str, paths: list[Path]) -> list[str]:
+    """What the README lacks of the current badges, and badge links in it that are not current ([] if none)."""
+    expected = [line for line in badges(paths).splitlines() if line]
+    present = set(readme.splitlines())
+    missing = [f"missing: {line}" for line in expected if line not in present]
+    current = set(_BADGE_URL.findall(badges(paths)))
+    stale = [f"not current: {url}" for url in _BADGE_URL.findall(readme) if url not in current]
+    return missing + stale
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
@@ -125,9 +156,12 @@ def main(argv: list[str] | None = None) -> int:
         elif add_install_cell(notebook):
             nbformat.write(notebook, path)
             print(f"updated {path.name}")
+    drift = readme_drift(README.read_text(), sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))) if args.check else []
     if stale:
         print(f"without the current install cell (run `python tools/colab.py`): {', '.join(stale)}")
-    return 1 if stale else 0
+    if drift:
+        print("README.md badges differ from `python tools/colab.py --badges`:", *drift, sep="\n  ")
+    return 1 if stale or drift else 0
 
 
 if __name__ == "__main__":

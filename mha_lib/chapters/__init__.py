@@ -11,6 +11,6 @@ They build on the canonical implementation one level up (``mha_lib.masks``, ``mh
     anatomy   04  the whole layer's shape trace, parameter and FLOP counts
     explorer  05  the interactive explorer (sliders for heads and hidden size)
     toy       06  a toy task and model, trained in seconds, to see what heads learn
-    batching  07  loops against batches, CPU against GPU
+    batching  07  loops against batches, what a CPU core offers, CPU against GPU (harness: mha_lib._bench)
     tables    aligned plain-text tables
 """

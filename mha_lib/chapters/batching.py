@@ -1,4 +1,4 @@
-"""Why batches are fast: attention in Python loops against one batched call, on every device present.
+"""Why batches are fast: attention in Python loops against one batched call, and what the hardware does with it.
 
 Three ways to compute the same multi-head attention core (after the projections):
 
@@ -6,10 +6,9 @@ Three ways to compute the same multi-head attention core (after the projections)
     per_head    a Python loop over the heads; each call handles one head of every sample
     batched     one call: the heads folded into the batch axis with ``transpose_qkv``
 
-and a sweep over the sequence length that compares the explicit computation (it stores the score
-matrix) with PyTorch's fused ``F.scaled_dot_product_attention``. Timings use
-``torch.utils.benchmark``, which synchronises a GPU before reading the clock. Results are plain
-dicts that :func:`save_result` writes as JSON and :func:`load_result` reads back and checks.
+with their call counts (:func:`call_plan`), the exact FLOPs of attention, the float32 peak of some GPUs,
+what the CPU's vector units can do (:func:`cpu_facts`) and the figures of chapter 07. The timing harness
+(devices, synchronisation, sweeps, recorded results) is the private package :mod:`mha_lib._bench`.
 
 Dimension names (those of the d2l book): ``batch_size``, ``seq_len`` (self-attention, so
 ``num_queries = num_kvpairs = seq_len``), ``num_hiddens``, ``num_heads``, ``head_dim``.
@@ -17,60 +16,39 @@ Dimension names (those of the d2l book): ``batch_size``, ``seq_len`` (self-atten
 
 from __future__ import annotations
 
-import datetime
-import functools
-import json
-import math
 import os
-import platform
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
-import torch.nn.functional as F
 from matplotlib.figure import Figure
 from torch import Tensor
-from torch.utils import benchmark
 
-from .._validation import require_positive_int, require_qkv, require_split_input
+from .._validation import require_heads_divide, require_positive_int, require_qkv, require_split_input
 from ..functional import dot_product_attention, transpose_output, transpose_qkv
-from ..utils import cpu_threads
 from .anatomy import mha_flops, score_bytes
 
+if TYPE_CHECKING:
+    from .._bench.records import BatchSweepRecord, BenchResult, DeviceRun
+
 __all__ = [
+    "FLOAT32_LANES",
     "IMPLEMENTATIONS",
     "PEAK_FLOPS",
-    "SCHEMA",
-    "BatchSweep",
-    "LengthSweep",
     "attention_batched",
     "attention_flops",
     "attention_per_head",
     "attention_per_sample",
-    "available_devices",
     "call_plan",
-    "device_name",
+    "cpu_facts",
     "gpu_overtakes_at",
-    "load_result",
-    "load_results",
-    "measure_device",
-    "median_time",
-    "make_result",
-    "paired_speedups",
     "peak_flops",
     "plot_devices",
     "plot_length_sweep",
     "plot_loops_vs_batch",
-    "provenance",
-    "random_qkv",
-    "save_result",
-    "sweep_batch_sizes",
-    "sweep_seq_lens",
-    "validate_result",
+    "speedups",
 ]
-
-SCHEMA = "mha-notebooks/bench_batching/1"
 
 
 # ---------------------------------------------------------------- three ways to compute one thing
@@ -141,8 +119,7 @@ def call_plan(batch_size: int, seq_len: int, num_hiddens: int, num_heads: int) -
     for name, value in (("batch_size", batch_size), ("seq_len", seq_len), ("num_hiddens", num_hiddens),
                         ("num_heads", num_heads)):
         require_positive_int(name, value)
-    if num_hiddens % num_heads:
-        raise ValueError(f"num_hiddens must be divisible by num_heads, got {num_hiddens} and {num_heads}")
+    require_heads_divide(num_hiddens, num_heads)
     head_dim = num_hiddens // num_heads
     return [
         ("per_sample", batch_size, (num_heads, seq_len, head_dim)),
@@ -190,269 +167,61 @@ def peak_flops(name: str) -> tuple[float, str] | None:
     return None
 
 
-# ---------------------------------------------------------------- devices and timing
+# ---------------------------------------------------------------- what a CPU core can do at once
+
+# float32 numbers in one vector register, by torch.backends.cpu.get_cpu_capability(): 512-bit AVX-512
+# registers hold 16, 256-bit AVX2 registers hold 8 (Intel 64 and IA-32 Architectures Software
+# Developer's Manual, vol. 1, ch. 14-15). Other capabilities (ARM, "DEFAULT") are not listed.
+FLOAT32_LANES = {"AVX512": 16, "AVX2": 8}
 
 
-def available_devices() -> list[torch.device]:
-    """Every device present: the CPU, then an NVIDIA GPU (cuda) and an Apple GPU (mps) if found."""
-    devices = [torch.device("cpu")]
-    if torch.cuda.is_available():
-        devices.append(torch.device("cuda"))
-    if torch.backends.mps.is_available():
-        devices.append(torch.device("mps"))
-    return devices
+def cpu_facts() -> dict[str, object]:
+    """What this CPU offers for parallel arithmetic: vector capability and lanes, clock, cores, threads.
 
-
-def device_name(device: torch.device | str) -> str:
-    """A readable name: the CPU model, the GPU's name, or "Apple GPU" for mps."""
-    device = torch.device(device)
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    if device.type == "mps":
-        return f"Apple GPU ({platform.machine()})"
-    if device.type == "cpu":
-        try:
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-        except OSError:
-            pass
-        return platform.processor() or platform.machine() or "unknown CPU"
-    raise ValueError(f"device must be a cpu, cuda or mps device, got {device}")
-
-
-def _synchronize(device: torch.device) -> None:
-    """Wait until the device has finished its queued work (GPU calls return before they are done)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
-
-
-def median_time(fn: Callable[[], object], device: torch.device | str, min_run_time: float = 0.05,
-                num_threads: int | None = None) -> float:
-    """Median seconds per call of ``fn()`` on ``device``, after a warm-up.
-
-    ``torch.utils.benchmark.Timer`` synchronises the GPU before it reads the clock, so the
-    time includes the GPU's work and not only the launch. The warm-up keeps one-time costs
-    (CUDA context, kernel selection, memory pools) out of the measurement. ``num_threads``
-    is the number of CPU threads PyTorch may use while timing (None: all it has now).
+    ``clock_hz`` is the clock ``/proc/cpuinfo`` reports (None where there is none, e.g. macOS,
+    Windows); ``float32_lanes`` is None for a capability :data:`FLOAT32_LANES` does not list.
     """
-    device = torch.device(device)
-    if not min_run_time > 0:
-        raise ValueError(f"min_run_time must be a positive number of seconds, got {min_run_time}")
-    fn = _synchronized(fn, device)
-    for _ in range(3):  # warm-up
-        fn()
-    _synchronize(device)
-    timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=_threads(num_threads))
-    return timer.blocked_autorange(min_run_time=min_run_time).median
-
-
-def paired_speedups(slow: Callable[[], object], fast: Callable[[], object], device: torch.device | str,
-                    repeats: int = 9, number: int = 5, num_threads: int | None = None) -> list[float]:
-    """Time ``slow`` and ``fast`` back to back ``repeats`` times; return each pair's ratio slow / fast.
-
-    On a shared machine the speed drifts while a benchmark runs (other jobs, clock changes).
-    Comparing two timings taken right after each other, alternating which goes first, keeps
-    most of that drift out of the ratio; the median of the ratios is a robust summary.
-    """
-    device = torch.device(device)
-    require_positive_int("repeats", repeats)
-    require_positive_int("number", number)
-    slow, fast = _synchronized(slow, device), _synchronized(fast, device)
-    timers = [benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=_threads(num_threads))
-              for fn in (slow, fast)]
-    ratios = []
-    with torch.inference_mode(), cpu_threads(num_threads):
-        for fn in (slow, fast):  # warm-up
-            fn()
-        _synchronize(device)
-        for i in range(repeats):
-            order = (0, 1) if i % 2 == 0 else (1, 0)  # neither always runs second, on a warmer cache
-            times = {j: timers[j].timeit(number).median for j in order}
-            ratios.append(times[0] / times[1])
-    return ratios
-
-
-def _synchronized(fn: Callable[[], object], device: torch.device) -> Callable[[], object]:
-    """``fn`` followed by a wait for an Apple GPU.
-
-    The Timer of recent PyTorch releases synchronises every accelerator itself; older ones
-    only synchronise CUDA, so on mps each timed call waits for the GPU itself.
-    """
-    if device.type != "mps":
-        return fn
-
-    def call() -> object:
-        result = fn()
-        torch.mps.synchronize()
-        return result
-
-    return call
-
-
-def _threads(num_threads: int | None) -> int:
-    return torch.get_num_threads() if num_threads is None else require_positive_int("num_threads", num_threads)
-
-
-# ---------------------------------------------------------------- the two sweeps
-
-
-@dataclass(frozen=True)
-class BatchSweep:
-    """Sizes of the loop-vs-batch sweep: self-attention over ``seq_len`` tokens, for each batch size."""
-
-    batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
-    seq_len: int = 10
-    num_hiddens: int = 100
-    num_heads: int = 5
-
-
-@dataclass(frozen=True)
-class LengthSweep:
-    """Sizes of the cost-growth sweep: self-attention for each sequence length."""
-
-    seq_lens: tuple[int, ...] = (64, 128, 256, 512, 1024)
-    batch_size: int = 2
-    num_hiddens: int = 64
-    num_heads: int = 4
-
-
-def random_qkv(batch_size: int, seq_len: int, num_hiddens: int, device: torch.device | str = "cpu",
-               seed: int = 0) -> list[Tensor]:
-    """Seeded random queries, keys and values, the same numbers on every device.
-
-    Shape:
-        - each output: ``(batch_size, seq_len, num_hiddens)``, float32
-    """
-    generator = torch.Generator().manual_seed(seed)  # on the CPU, so every device gets the same numbers
-    return [torch.randn(batch_size, seq_len, num_hiddens, generator=generator).to(device) for _ in range(3)]
-
-
-def sweep_batch_sizes(device: torch.device | str, sweep: BatchSweep = BatchSweep(), min_run_time: float = 0.05,
-                      num_threads: int | None = None, seed: int = 0) -> dict:
-    """Time the three implementations for every batch size; first check that they agree.
-
-    Returns a dict with the sizes and ``median_s[name]``, one median (seconds per call)
-    per batch size, in float32.
-    """
-    device = torch.device(device)
-    _check_sweep(sweep.batch_sizes, "batch_sizes", sweep.num_hiddens, sweep.num_heads)
-    medians: dict[str, list[float]] = {name: [] for name in IMPLEMENTATIONS}
-    with torch.inference_mode(), cpu_threads(num_threads):
-        for batch_size in sweep.batch_sizes:
-            queries, keys, values = random_qkv(batch_size, sweep.seq_len, sweep.num_hiddens, device, seed)
-            outputs = {name: fn(queries, keys, values, sweep.num_heads) for name, fn in IMPLEMENTATIONS.items()}
-            for name, output in outputs.items():  # the same result, or the timings mean nothing
-                torch.testing.assert_close(output, outputs["batched"], rtol=1e-4, atol=1e-5,
-                                           msg=lambda m, n=name: f"{n}: {m}")
-            for name, fn in IMPLEMENTATIONS.items():
-                call = functools.partial(fn, queries, keys, values, sweep.num_heads)
-                medians[name].append(median_time(call, device, min_run_time, num_threads))
-    return {**_sizes(sweep), "flops": [attention_flops(b, sweep.seq_len, sweep.seq_len, sweep.num_hiddens)
-                                       for b in sweep.batch_sizes], "median_s": medians}
-
-
-def sweep_seq_lens(device: torch.device | str, sweep: LengthSweep = LengthSweep(), min_run_time: float = 0.05,
-                   num_threads: int | None = None, seed: int = 0) -> dict:
-    """Time explicit attention against ``F.scaled_dot_product_attention`` for every sequence length.
-
-    Also returns the exact size of one float32 score tensor and the FLOPs per length. On
-    CUDA it measures each call's peak extra memory with ``torch.cuda.max_memory_allocated``;
-    elsewhere ``peak_memory_bytes`` is None (PyTorch does not track CPU allocations).
-    """
-    device = torch.device(device)
-    _check_sweep(sweep.seq_lens, "seq_lens", sweep.num_hiddens, sweep.num_heads)
-    b, h = sweep.batch_size, sweep.num_heads
-    medians: dict[str, list[float]] = {"explicit": [], "sdpa": []}
-    memory: dict[str, list[int]] | None = {"explicit": [], "sdpa": []} if device.type == "cuda" else None
-    with torch.inference_mode(), cpu_threads(num_threads):
-        for seq_len in sweep.seq_lens:
-            queries, keys, values = (transpose_qkv(X, h) for X in random_qkv(b, seq_len, sweep.num_hiddens,
-                                                                              device, seed))  # (b*h, n, d)
-            as_4d = [X.reshape(b, h, seq_len, -1) for X in (queries, keys, values)]  # (b*h, n, d) -> (b, h, n, d)
-            calls = {
-                "explicit": lambda q=queries, k=keys, v=values: dot_product_attention(q, k, v)[0],
-                "sdpa": lambda qkv=as_4d: F.scaled_dot_product_attention(*qkv),
-            }
-            torch.testing.assert_close(calls["sdpa"]().reshape(b * h, seq_len, -1), calls["explicit"](),
-                                       rtol=1e-4, atol=1e-5)
-            for name, call in calls.items():
-                medians[name].append(median_time(call, device, min_run_time, num_threads))
-                if memory is not None:
-                    memory[name].append(_peak_extra_memory(call, device))
+    capability = torch.backends.cpu.get_cpu_capability()
     return {
-        **_sizes(sweep),
-        "flops": [attention_flops(b, n, n, sweep.num_hiddens) for n in sweep.seq_lens],
-        "score_bytes": [score_bytes(b, h, n, n) for n in sweep.seq_lens],
-        "median_s": medians,
-        "peak_memory_bytes": memory,
+        "capability": capability,
+        "float32_lanes": FLOAT32_LANES.get(capability),
+        "clock_hz": _cpuinfo_clock_hz(),
+        "logical_cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
     }
 
 
-def _peak_extra_memory(call: Callable[[], object], device: torch.device) -> int:
-    """Bytes allocated at the peak of one call, above what was allocated before it (CUDA only)."""
-    _synchronize(device)
-    before = torch.cuda.memory_allocated(device)
-    torch.cuda.reset_peak_memory_stats(device)
-    call()
-    _synchronize(device)
-    return torch.cuda.max_memory_allocated(device) - before
+def _cpuinfo_clock_hz() -> float | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("cpu MHz"):
+                return float(line.split(":", 1)[1]) * 1e6
+    except (OSError, ValueError):
+        pass
+    return None
 
 
-def measure_device(device: torch.device | str, batch_sweep: BatchSweep = BatchSweep(),
-                   length_sweep: LengthSweep = LengthSweep(), min_run_time: float = 0.05,
-                   num_threads: int | None = None) -> dict:
-    """Run both sweeps on ``device`` and return one run record (the unit of a JSON result)."""
-    device = torch.device(device)
-    name = device_name(device)
-    peak = peak_flops(name) if device.type == "cuda" else None
-    return {
-        "device": device.type,
-        "name": name,
-        "threads": _threads(num_threads),
-        "dtype": "float32",
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "peak_flops": peak[0] if peak else None,
-        "peak_flops_source": peak[1] if peak else None,
-        "batch_sweep": sweep_batch_sizes(device, batch_sweep, min_run_time, num_threads),
-        "length_sweep": sweep_seq_lens(device, length_sweep, min_run_time, num_threads),
-    }
+# ---------------------------------------------------------------- comparing measurements
 
 
-def _sizes(sweep: BatchSweep | LengthSweep) -> dict:
-    return {key: list(value) if isinstance(value, tuple) else value for key, value in asdict(sweep).items()}
+def speedups(slow: Sequence[float], fast: Sequence[float]) -> list[float]:
+    """Element by element ``slow[i] / fast[i]``: how many times faster ``fast`` is at each size."""
+    if len(slow) != len(fast) or not slow:
+        raise ValueError(f"slow and fast must hold the same number of timings (at least one), "
+                         f"got {len(slow)} and {len(fast)}")
+    return [a / b for a, b in zip(slow, fast, strict=True)]
 
 
-def _check_sweep(sizes: Sequence[int], name: str, num_hiddens: int, num_heads: int) -> None:
-    if not sizes:
-        raise ValueError(f"{name} must list at least one size, got {sizes!r}")
-    for size in sizes:
-        require_positive_int(name, size)
-    require_positive_int("num_hiddens", num_hiddens)
-    require_positive_int("num_heads", num_heads)
-    if num_hiddens % num_heads:
-        raise ValueError(f"num_hiddens must be divisible by num_heads, got {num_hiddens} and {num_heads}")
-
-
-def _check_inputs(queries: Tensor, keys: Tensor, values: Tensor, num_heads: int) -> None:
-    require_qkv(queries, keys, values, rank=3)
-    require_split_input(queries, num_heads)
-
-
-def gpu_overtakes_at(cpu_run: dict, gpu_run: dict, implementation: str = "batched") -> int | None:
+def gpu_overtakes_at(cpu_run: DeviceRun, gpu_run: DeviceRun, implementation: str = "batched") -> int | None:
     """The smallest batch size, measured on both, from which on the GPU is faster than the CPU; None if never.
 
     "From which on" means: faster at that batch size and at every larger one measured.
     """
     for name, run in (("cpu_run", cpu_run), ("gpu_run", gpu_run)):
-        if not isinstance(run, dict) or "batch_sweep" not in run:
-            raise ValueError(f"{name} must be a run record with a 'batch_sweep', got {type(run).__name__}")
-    cpu = dict(zip(cpu_run["batch_sweep"]["batch_sizes"], cpu_run["batch_sweep"]["median_s"][implementation],
-                   strict=True))
-    gpu = dict(zip(gpu_run["batch_sweep"]["batch_sizes"], gpu_run["batch_sweep"]["median_s"][implementation],
-                   strict=True))
+        if not hasattr(run, "batch_sweep"):
+            raise TypeError(f"{name} must be a DeviceRun (mha_lib._bench.records), got {type(run).__name__}")
+    cpu = dict(zip(cpu_run.batch_sweep.batch_sizes, cpu_run.batch_sweep.median_s[implementation], strict=True))
+    gpu = dict(zip(gpu_run.batch_sweep.batch_sizes, gpu_run.batch_sweep.median_s[implementation], strict=True))
     common = sorted(set(cpu) & set(gpu))
     if not common:
         raise ValueError("cpu_run and gpu_run share no batch size, so they cannot be compared")
@@ -464,122 +233,9 @@ def gpu_overtakes_at(cpu_run: dict, gpu_run: dict, implementation: str = "batche
     return overtakes
 
 
-# ---------------------------------------------------------------- JSON results
-
-
-def make_result(runs: Sequence[dict], command: str, min_run_time: float) -> dict:
-    """Wrap run records with their provenance: date, torch and Python versions, platform, command."""
-    result = {
-        "schema": SCHEMA,
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "command": command,
-        "min_run_time_s": min_run_time,
-        # how busy the machine was: timings taken beside other jobs are slower and noisier
-        "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-        "runs": list(runs),
-    }
-    validate_result(result, "the new result")
-    return result
-
-
-def save_result(result: dict, directory: str | Path) -> Path:
-    """Write ``result`` as ``<device>-<date>.json`` (the fastest device measured) into ``directory``."""
-    validate_result(result, "result")
-    devices = [run["device"] for run in result["runs"]]
-    fastest = next((d for d in ("cuda", "mps") if d in devices), devices[0])
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{fastest}-{result['date']}.json"
-    path.write_text(json.dumps(result, indent=1) + "\n")
-    return path
-
-
-def load_result(path: str | Path) -> dict:
-    """Read one JSON result and check it against the schema; a malformed file raises ``ValueError``."""
-    path = Path(path)
-    try:
-        result = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path.name} is not valid JSON: {error}") from None
-    validate_result(result, path.name)
-    return result
-
-
-def load_results(directory: str | Path) -> list[dict]:
-    """Every ``*.json`` result in ``directory``, sorted by file name (an empty list if there is none)."""
-    return [load_result(path) for path in sorted(Path(directory).glob("*.json"))]
-
-
-def provenance(result: dict, run: dict) -> str:
-    """The label of a recorded run: 'recorded on <device>, torch <version>, <date>'."""
-    threads = f", {_threads_text(run['threads'])}" if run["device"] == "cpu" else ""
-    return f"recorded on {run['name']} ({run['device']}{threads}), torch {result['torch']}, {result['date']}"
-
-
-def validate_result(result: object, source: str = "result") -> None:
-    """Raise ``ValueError`` naming the first field of ``result`` that does not follow the schema."""
-    where = source
-    _expect(result, dict, where, "an object")
-    if result.get("schema") != SCHEMA:
-        raise ValueError(f"{where}: schema must be {SCHEMA!r}, got {result.get('schema')!r}")
-    for key in ("date", "torch", "python", "platform", "command"):
-        _expect(result.get(key), str, f"{where}: {key}", "a string")
-    try:
-        datetime.date.fromisoformat(result["date"])
-    except ValueError:
-        raise ValueError(f"{where}: date must be YYYY-MM-DD, got {result['date']!r}") from None
-    _expect(result.get("runs"), list, f"{where}: runs", "a list")
-    if not result["runs"]:
-        raise ValueError(f"{where}: runs must hold at least one run, got an empty list")
-    for i, run in enumerate(result["runs"]):
-        at = f"{where}: runs[{i}]"
-        _expect(run, dict, at, "an object")
-        if run.get("device") not in ("cpu", "cuda", "mps"):
-            raise ValueError(f"{at}.device must be 'cpu', 'cuda' or 'mps', got {run.get('device')!r}")
-        _expect(run.get("name"), str, f"{at}.name", "a string")
-        _expect(run.get("threads"), int, f"{at}.threads", "an integer")
-        if run.get("peak_flops") is not None:
-            _expect(run["peak_flops"], (int, float), f"{at}.peak_flops", "a number or null")
-        _check_sweep_record(run.get("batch_sweep"), f"{at}.batch_sweep", "batch_sizes", IMPLEMENTATIONS)
-        _check_sweep_record(run.get("length_sweep"), f"{at}.length_sweep", "seq_lens", ("explicit", "sdpa"))
-        sweep = run["length_sweep"]
-        _check_numbers(sweep.get("score_bytes"), len(sweep["seq_lens"]), f"{at}.length_sweep.score_bytes")
-        memory = sweep.get("peak_memory_bytes")
-        if memory is not None:
-            _expect(memory, dict, f"{at}.length_sweep.peak_memory_bytes", "an object or null")
-            for name in ("explicit", "sdpa"):
-                where_memory = f"{at}.length_sweep.peak_memory_bytes.{name}"
-                _check_numbers(memory.get(name), len(sweep["seq_lens"]), where_memory)
-
-
-def _check_sweep_record(sweep: object, where: str, sizes_key: str, names: Sequence[str]) -> None:
-    _expect(sweep, dict, where, "an object")
-    sizes = sweep.get(sizes_key)
-    _expect(sizes, list, f"{where}.{sizes_key}", "a list")
-    if not sizes or not all(isinstance(s, int) and s > 0 for s in sizes):
-        raise ValueError(f"{where}.{sizes_key} must list positive integers, got {sizes!r}")
-    _check_numbers(sweep.get("flops"), len(sizes), f"{where}.flops")
-    medians = sweep.get("median_s")
-    _expect(medians, dict, f"{where}.median_s", "an object")
-    for name in names:
-        _check_numbers(medians.get(name), len(sizes), f"{where}.median_s.{name}")
-
-
-def _check_numbers(values: object, length: int, where: str) -> None:
-    if not isinstance(values, list) or len(values) != length:
-        got = f"{len(values)} values" if isinstance(values, list) else repr(values)
-        raise ValueError(f"{where} must be a list of {length} numbers (one per size), got {got}")
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise ValueError(f"{where} must hold positive finite numbers, got {value!r}")
-
-
-def _expect(value: object, kind: type | tuple[type, ...], where: str, expected: str) -> None:
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise ValueError(f"{where} must be {expected}, got {type(value).__name__} {value!r:.60}")
+def _check_inputs(queries: Tensor, keys: Tensor, values: Tensor, num_heads: int) -> None:
+    require_qkv(queries, keys, values, rank=3)
+    require_split_input(queries, num_heads)
 
 
 # ---------------------------------------------------------------- figures
@@ -593,37 +249,49 @@ def _threads_text(threads: int) -> str:
     return "1 thread" if threads == 1 else f"{threads} threads"
 
 
-def _live_label(run: dict) -> str:
-    threads = f", {_threads_text(run['threads'])}" if run["device"] == "cpu" else ""
-    return f"live: {run['device']} ({run['name']}{threads})"
+def _live_label(run: DeviceRun) -> str:
+    threads = f", {_threads_text(run.threads)}" if run.device == "cpu" else ""
+    return f"live: {run.device} ({run.name}{threads})"
 
 
-def plot_loops_vs_batch(runs: Sequence[dict]) -> Figure:
-    """Live loop-vs-batch sweep: time per call against batch size, and the batched call's speed-up."""
-    fig = Figure(figsize=(11, 4.2), layout="constrained")
+def _recorded_label(result: BenchResult, run: DeviceRun) -> str:
+    threads = f", {_threads_text(run.threads)}" if run.device == "cpu" else ""
+    return f"recorded on {run.name} ({run.device}{threads}), torch {result.torch}, {result.date}"
+
+
+def _short(run: DeviceRun) -> str:
+    return f"{run.device}, {_threads_text(run.threads)}" if run.device == "cpu" else run.device
+
+
+def plot_loops_vs_batch(runs: Sequence[DeviceRun]) -> Figure:
+    """Live loop-vs-batch sweeps: time per call against batch size, and the batched call's speed-up.
+
+    The CPU with one thread is drawn dash-dot, with more threads solid; a GPU with square markers.
+    """
+    fig = Figure(figsize=(11, 4.6), layout="constrained")
     time_ax, speed_ax = fig.subplots(1, 2)
     for run in runs:
-        sweep = run["batch_sweep"]
-        marker = "o" if run["device"] == "cpu" else "s"
+        sweep: BatchSweepRecord = run.batch_sweep
+        style = {"linestyle": "-." if run.device == "cpu" and run.threads == 1 else "-",
+                 "marker": "o" if run.device == "cpu" else "s"}
         for name in IMPLEMENTATIONS:
-            time_ax.plot(sweep["batch_sizes"], [t * 1e3 for t in sweep["median_s"][name]], marker=marker,
-                         color=_COLOURS[name], label=f"{_LABELS[name]}, {run['device']}")
-        batched = sweep["median_s"]["batched"]
+            time_ax.plot(sweep.batch_sizes, [t * 1e3 for t in sweep.median_s[name]], color=_COLOURS[name],
+                         label=f"{_LABELS[name]}, {_short(run)}", **style)
         for name in ("per_sample", "per_head"):
-            speed_ax.plot(sweep["batch_sizes"], [a / b for a, b in zip(sweep["median_s"][name], batched, strict=True)],
-                          marker=marker, color=_COLOURS[name], label=f"batched vs {_LABELS[name]}, {run['device']}")
+            speed_ax.plot(sweep.batch_sizes, speedups(sweep.median_s[name], sweep.median_s["batched"]),
+                          color=_COLOURS[name], label=f"batched vs {_LABELS[name]}, {_short(run)}", **style)
     time_ax.set(xscale="log", yscale="log", xlabel="batch size (samples)", ylabel="median time per call (ms)",
                 title="Time for one multi-head attention")
     speed_ax.set(xscale="log", xlabel="batch size (samples)", ylabel="speed-up of the batched call (×)",
                  title="How many times faster one batched call is")
     speed_ax.axhline(1.0, color="gray", linewidth=0.8, linestyle=":")
     for ax in (time_ax, speed_ax):
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="x-small")
         ax.grid(True, which="major", alpha=0.3)
     return fig
 
 
-def plot_devices(live: Sequence[dict], recorded: Sequence[dict]) -> Figure:
+def plot_devices(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]) -> Figure:
     """The batched call on every device: live runs solid, recorded runs dashed with their provenance.
 
     Right: for each run (live or one recorded file) that measured a GPU and the CPU of the same
@@ -631,36 +299,40 @@ def plot_devices(live: Sequence[dict], recorded: Sequence[dict]) -> Figure:
     """
     fig = Figure(figsize=(11, 5.2), layout="constrained")
     time_ax, speed_ax = fig.subplots(1, 2)
-    groups = [("live", None, live)] + [("recorded", result, result["runs"]) for result in recorded]
-    speedups = 0
+    groups = [("live", None, list(live))] + [("recorded", result, result.runs) for result in recorded]
+    drawn = 0
     for kind, result, runs in groups:
         for run in runs:
-            sweep = run["batch_sweep"]
-            label = _live_label(run) if kind == "live" else provenance(result, run)
-            style = _line_style(kind, run["device"])
-            time_ax.plot(sweep["batch_sizes"], [t * 1e3 for t in sweep["median_s"]["batched"]], label=label, **style)
-        cpu = next((run for run in runs if run["device"] == "cpu"), None)
+            sweep = run.batch_sweep
+            label = _live_label(run) if kind == "live" else _recorded_label(result, run)
+            style = _line_style(kind, run.device)
+            if kind == "live" and run.device == "cpu" and run.threads == 1:
+                style["linestyle"] = "-."  # the one-thread CPU run beside the all-threads one
+            time_ax.plot(sweep.batch_sizes, [t * 1e3 for t in sweep.median_s["batched"]], label=label, **style)
+        cpu_runs = [run for run in runs if run.device == "cpu"]
+        cpu = max(cpu_runs, key=lambda run: run.threads) if cpu_runs else None  # the CPU at its best
         for run in runs:
-            if run["device"] == "cpu" or cpu is None:
+            if run.device == "cpu" or cpu is None:
                 continue
-            sizes, cpu_times = cpu["batch_sweep"]["batch_sizes"], cpu["batch_sweep"]["median_s"]["batched"]
-            gpu = dict(zip(run["batch_sweep"]["batch_sizes"], run["batch_sweep"]["median_s"]["batched"], strict=True))
-            common = [(s, t / gpu[s]) for s, t in zip(sizes, cpu_times, strict=True) if s in gpu]
+            gpu = dict(zip(run.batch_sweep.batch_sizes, run.batch_sweep.median_s["batched"], strict=True))
+            cpu_times = zip(cpu.batch_sweep.batch_sizes, cpu.batch_sweep.median_s["batched"], strict=True)
+            common = [(size, t / gpu[size]) for size, t in cpu_times if size in gpu]
             if common:
-                where = "live" if kind == "live" else f"recorded {result['date']}"
-                speed_ax.plot(*zip(*common, strict=True), label=f"{run['name']} vs its CPU ({where})",
-                              **_line_style(kind, run["device"]))
-                speedups += 1
+                where = "live" if kind == "live" else f"recorded {result.date}"
+                speed_ax.plot(*zip(*common, strict=True), label=f"{run.name} vs its CPU ({where})",
+                              **_line_style(kind, run.device))
+                drawn += 1
     time_ax.set(xscale="log", yscale="log", xlabel="batch size (samples)", ylabel="median time per call (ms)",
                 title="Batched attention on each device")
     speed_ax.set(xscale="log", yscale="log", xlabel="batch size (samples)", ylabel="GPU speed-up over the CPU (×)",
                  title="CPU time / GPU time, same machine")
     speed_ax.axhline(1.0, color="gray", linewidth=0.8, linestyle=":")
-    if speedups:
+    if drawn:
         speed_ax.legend(fontsize="small")
     else:
-        speed_ax.text(0.5, 0.5, "no GPU measurement, live or recorded:\nrun benchmarks/bench_batching.py\n"
-                      "--device cuda on a machine with a GPU", transform=speed_ax.transAxes, ha="center", va="center")
+        speed_ax.text(0.5, 0.5, "no GPU measurement, live or recorded:\nmake bench-batching ARGS=\"--device cuda\"\n"
+                      "on a machine with an NVIDIA GPU records one", transform=speed_ax.transAxes, ha="center",
+                      va="center")
         speed_ax.set_xlim(time_ax.get_xlim())
     time_ax.grid(True, alpha=0.3)
     speed_ax.grid(True, alpha=0.3)
@@ -668,29 +340,34 @@ def plot_devices(live: Sequence[dict], recorded: Sequence[dict]) -> Figure:
     return fig
 
 
-def plot_length_sweep(live: Sequence[dict], recorded: Sequence[dict] = ()) -> Figure:
+def plot_length_sweep(live: Sequence[DeviceRun], recorded: Sequence[BenchResult] = ()) -> Figure:
     """Time against sequence length (explicit and fused), and memory: the exact score tensor and CUDA peaks."""
-    fig = Figure(figsize=(11, 5.2), layout="constrained")
+    fig = Figure(figsize=(11, 5.6), layout="constrained")
     time_ax, memory_ax = fig.subplots(1, 2)
-    groups = [("live", None, live)] + [("recorded", result, result["runs"]) for result in recorded]
+    groups = [("live", None, list(live))] + [("recorded", result, result.runs) for result in recorded]
     for kind, result, runs in groups:
         for run in runs:
-            sweep = run["length_sweep"]
-            who = _live_label(run) if kind == "live" else provenance(result, run)
+            sweep = run.length_sweep
+            who = _live_label(run) if kind == "live" else _recorded_label(result, run)
             for name in ("explicit", "sdpa"):
-                style = {**_line_style(kind, run["device"]), "color": _COLOURS[name]}
-                if run["device"] != "cpu":
+                style = {**_line_style(kind, run.device), "color": _COLOURS[name]}
+                if run.device != "cpu":
                     style["marker"] = "s"
-                time_ax.plot(sweep["seq_lens"], [t * 1e3 for t in sweep["median_s"][name]],
+                elif kind == "live" and run.threads == 1:
+                    style["linestyle"] = "-."
+                time_ax.plot(sweep.seq_lens, [t * 1e3 for t in sweep.median_s[name]],
                              label=f"{_LABELS[name]}; {who}", **style)
-                if sweep.get("peak_memory_bytes"):
-                    memory_ax.plot(sweep["seq_lens"], [m / 2**20 for m in sweep["peak_memory_bytes"][name]],
+                if sweep.peak_memory_bytes:
+                    memory_ax.plot(sweep.seq_lens, [m / 2**20 for m in sweep.peak_memory_bytes[name]],
                                    label=f"measured peak, {_LABELS[name]}; {who}", **style)
-    sizes = sorted({n for _, _, runs in groups for run in runs for n in run["length_sweep"]["seq_lens"]})
-    first = (live or [run for result in recorded for run in result["runs"]])[0]["length_sweep"]
-    exact = [score_bytes(first["batch_size"], first["num_heads"], n, n) / 2**20 for n in sizes]
+    all_runs = [run for _, _, runs in groups for run in runs]
+    if not all_runs:
+        raise ValueError("live and recorded hold no run to draw")
+    sizes = sorted({n for run in all_runs for n in run.length_sweep.seq_lens})
+    first = all_runs[0].length_sweep
+    exact = [score_bytes(first.batch_size, first.num_heads, n, n) / 2**20 for n in sizes]
     memory_ax.plot(sizes, exact, color="black", marker="x", label=f"one score tensor, exact (batch "
-                   f"{first['batch_size']}, {first['num_heads']} heads, float32)")
+                   f"{first.batch_size}, {first.num_heads} heads, float32)")
     time_ax.set(xscale="log", yscale="log", xlabel="sequence length n (tokens)", ylabel="median time per call (ms)",
                 title="Time grows with n")
     memory_ax.set(xscale="log", yscale="log", xlabel="sequence length n (tokens)", ylabel="memory (MiB)",
@@ -698,7 +375,7 @@ def plot_length_sweep(live: Sequence[dict], recorded: Sequence[dict] = ()) -> Fi
     for ax in (time_ax, memory_ax):
         ax.grid(True, alpha=0.3)
     memory_ax.legend(fontsize="small")
-    fig.legend(*time_ax.get_legend_handles_labels(), loc="outside lower center", fontsize="small", ncols=2)
+    fig.legend(*time_ax.get_legend_handles_labels(), loc="outside lower center", fontsize="x-small", ncols=2)
     return fig
 
 

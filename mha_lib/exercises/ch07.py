@@ -1,6 +1,6 @@
 """The exercises of chapter 07, batching.
 
-``check_call_counts``, ``check_score_bytes_answer``, ``check_attention_flops``
+``check_call_counts``, ``check_score_bytes_answer``, ``check_attention_flops``, ``check_core_peak``
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 from ..chapters.anatomy import mha_flops
 from ._engine import check_answer, check_formula
 
-__all__ = ['check_attention_flops', 'check_call_counts', 'check_score_bytes_answer']
+__all__ = ["check_attention_flops", "check_call_counts", "check_core_peak", "check_score_bytes_answer"]
 
 
 def check_call_counts(answer: Any) -> None:
@@ -52,3 +52,14 @@ def check_attention_flops(fn: Any) -> None:
         lambda b, n, d: 4 * b * n * d:
             "every query meets every key: each product has n * n * d multiply-adds, so the count grows as n^2.",
     }, success="4 * batch_size * seq_len^2 * num_hiddens, whatever the number of heads.")
+
+
+def check_core_peak(answer: Any) -> None:
+    """Exercise: peak float32 GFLOP/s of one core with 8 lanes (AVX2), 2 FMA units, at 3 GHz."""
+    check_answer(answer, 96, name="the peak in GFLOP/s", hints={
+        48: "a fused multiply-add (FMA) is two floating-point operations, a multiply and an add.",
+        192: "an AVX2 register is 256 bits wide: 8 float32 lanes, not 16 (16 is AVX-512).",
+        12: "each FMA instruction works on all 8 lanes of the register at once: multiply by 8.",
+        6: "that is one lane of one FMA unit; the core has 8 lanes and 2 FMA units working at once.",
+        3: "the clock only says how many cycles per second; count the FLOPs in each cycle.",
+    }, success="3e9 cycles/s x 2 FMA units x 8 lanes x 2 FLOPs = 96 GFLOP/s, 16 times one scalar lane.")

@@ -1,0 +1,147 @@
+"""Honest timings on a CPU or a GPU: warm up, synchronise, repeat and take medians.
+
+``median_time`` times one function; ``paired_speedups`` compares two functions, and ``thread_speedups`` one
+function at two thread counts, with back-to-back measurements that keep a shared machine's drift out of
+the ratio. Both use
+``torch.utils.benchmark.Timer``, which synchronises a GPU before it reads the clock.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torch.utils import benchmark
+
+from .._validation import require_positive_int
+from ..utils import cpu_threads
+
+__all__ = ["available_devices", "device_name", "median_time", "paired_speedups", "resolve_threads", "synchronize",
+           "thread_speedups"]
+
+
+def available_devices() -> list[torch.device]:
+    """Every device present: the CPU, then an NVIDIA GPU (cuda) and an Apple GPU (mps) if found."""
+    devices = [torch.device("cpu")]
+    if torch.cuda.is_available():
+        devices.append(torch.device("cuda"))
+    if torch.backends.mps.is_available():
+        devices.append(torch.device("mps"))
+    return devices
+
+
+def device_name(device: torch.device | str) -> str:
+    """A readable name: the CPU model, the GPU's name, or "Apple GPU (<machine>)" for mps."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        return f"Apple GPU ({platform.machine()})"
+    if device.type == "cpu":
+        try:
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+        except OSError:
+            pass
+        return platform.processor() or platform.machine() or "unknown CPU"
+    raise ValueError(f"device must be a cpu, cuda or mps device, got {device}")
+
+
+def synchronize(device: torch.device | str) -> None:
+    """Wait until ``device`` has finished its queued work (a GPU call returns before it is done).
+
+    On the CPU there is nothing to wait for: a CPU call returns when its work is done.
+    """
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+def resolve_threads(num_threads: int | None) -> int:
+    """The CPU threads a measurement uses: ``num_threads``, or all PyTorch uses now when it is None."""
+    return torch.get_num_threads() if num_threads is None else require_positive_int("num_threads", num_threads)
+
+
+def median_time(fn: Callable[[], object], device: torch.device | str, min_run_time: float = 0.05,
+                num_threads: int | None = None) -> float:
+    """Median seconds per call of ``fn()`` on ``device``, after a warm-up.
+
+    The warm-up keeps one-time costs (memory pools, kernel selection, a CUDA context) out of the
+    measurement; the Timer synchronises a GPU before reading the clock, so the time includes the
+    GPU's work and not only the launch. ``num_threads``: CPU threads PyTorch may use (None: as now).
+    """
+    device = torch.device(device)
+    if not min_run_time > 0:
+        raise ValueError(f"min_run_time must be a positive number of seconds, got {min_run_time!r}")
+    threads = resolve_threads(num_threads)
+    fn = _synchronized(fn, device)
+    with cpu_threads(threads):
+        for _ in range(3):  # warm-up
+            fn()
+        synchronize(device)
+        timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads)
+        return timer.blocked_autorange(min_run_time=min_run_time).median
+
+
+def paired_speedups(slow: Callable[[], object], fast: Callable[[], object], device: torch.device | str,
+                    repeats: int = 9, number: int = 5, num_threads: int | None = None) -> list[float]:
+    """Time ``slow`` and ``fast`` back to back ``repeats`` times; return each pair's ratio slow / fast.
+
+    On a shared machine the speed drifts while a benchmark runs (other jobs, clock changes).
+    Two timings taken right after each other, alternating which goes first, share most of that
+    drift, so it cancels in their ratio; the median of the ratios is a robust summary.
+    """
+    threads = resolve_threads(num_threads)
+    return _paired([(slow, threads), (fast, threads)], torch.device(device), repeats, number)
+
+
+def thread_speedups(fn: Callable[[], object], num_threads: int, repeats: int = 9, number: int = 5) -> list[float]:
+    """On the CPU, time ``fn`` with one thread and with ``num_threads`` back to back ``repeats`` times.
+
+    Returns each pair's ratio time(1 thread) / time(num_threads): above 1 where the extra threads help.
+    Paired like :func:`paired_speedups`, so a moment of load on the machine hits both sides of a ratio.
+    """
+    return _paired([(fn, 1), (fn, require_positive_int("num_threads", num_threads))], torch.device("cpu"),
+                   repeats, number)
+
+
+def _paired(calls: list[tuple[Callable[[], object], int]], device: torch.device, repeats: int,
+            number: int) -> list[float]:
+    """Ratios time(calls[0]) / time(calls[1]), each call timed with its own thread count, alternating order."""
+    require_positive_int("repeats", repeats)
+    require_positive_int("number", number)
+    timers = [benchmark.Timer(stmt="fn()", globals={"fn": _synchronized(fn, device)}, num_threads=threads)
+              for fn, threads in calls]
+    ratios = []
+    with torch.inference_mode():
+        for fn, threads in calls:  # warm-up, each with its thread count
+            with cpu_threads(threads):
+                fn()
+        synchronize(device)
+        for i in range(repeats):
+            order = (0, 1) if i % 2 == 0 else (1, 0)  # neither always runs second, on a warmer cache
+            times = {j: timers[j].timeit(number).median for j in order}
+            ratios.append(times[0] / times[1])
+    return ratios
+
+
+def _synchronized(fn: Callable[[], object], device: torch.device) -> Callable[[], object]:
+    """``fn`` followed by a wait for an Apple GPU.
+
+    The Timer of recent PyTorch releases synchronises every accelerator itself; older ones
+    only synchronise CUDA, so on mps each timed call waits for the GPU itself.
+    """
+    if device.type != "mps":
+        return fn
+
+    def call() -> object:
+        result = fn()
+        torch.mps.synchronize()
+        return result
+
+    return call
