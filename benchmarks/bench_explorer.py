@@ -96,6 +96,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="times each num_heads sweep goes up and down")
     args = parser.parse_args()
 
+    load_before = ", ".join(f"{value:.2f}" for value in os.getloadavg())
     box = explorer()
     controls = box.controls
     largest = {name: controls[name].max for name in ("num_hiddens", "batch_size", "num_queries", "num_kvpairs")}
@@ -127,9 +128,8 @@ def main() -> None:
 
     everything = [pair for pairs in sweeps.values() for pair in pairs]
     worst, median = max(w for w, _ in everything), statistics.median(w for w, _ in everything)
-    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
     print(f"explorer update, torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
-          f"load average (1, 5, 15 min) before timing: {load}")
+          f"load average (1, 5, 15 min) before timing: {load_before}")
     print(f"\nWhere the time of one change goes at {largest_config} (median ms):")
     print(format_table([(name, f"{ms:.1f}") for name, ms in parts_at(largest_config)], ["part", "ms"]))
     print()
