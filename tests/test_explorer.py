@@ -227,6 +227,7 @@ def test_num_heads_does_not_change_the_inputs_or_the_layer():
     ({"valid_len": 9}, ValueError, "valid_len must be an int in [0, num_kvpairs=8], got 9"),
     ({"batch_size": 0}, ValueError, "batch_size must be a positive int, got 0"),
     ({"causal": 1}, TypeError, "causal must be True or False, got 1"),
+    ({"seed": -1}, ValueError, "seed must be an int >= 0, got -1"),
 ])
 def test_explorer_config_rejects_bad_values(kwargs, error, message):
     with pytest.raises(error, match=message.replace("[", r"\[").replace("]", r"\]")):
@@ -240,6 +241,10 @@ def test_bad_inputs_name_the_argument():
         format_costs({})
     with pytest.raises(TypeError, match="config must be a ExplorerConfig, got dict"):
         explorer_inputs({})
+    with pytest.raises(ValueError, match="index must be an int >= 0, got -1"):
+        sequence_inputs(-1, 6, 32, QUERIES)
+    with pytest.raises(ValueError, match="num_tokens must be a positive int, got 0"):
+        sequence_inputs(0, 0, 32, QUERIES)
     with pytest.raises(TypeError, match="rows must be TraceRows"):
         trace_html([("input", "queries", (1, 2, 3))])
     with pytest.raises(ValueError, match=r"weights must be a 3-D tensor \(num_heads, num_queries, num_kvpairs\)"):

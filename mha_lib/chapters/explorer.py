@@ -180,6 +180,8 @@ class ExplorerConfig:
             raise ValueError(f"valid_len must be an int in [0, num_kvpairs={self.num_kvpairs}], got {valid_len!r}")
         if not isinstance(self.causal, bool):
             raise TypeError(f"causal must be True or False, got {self.causal!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be an int >= 0, got {self.seed!r}")
 
 
 @dataclass(frozen=True)
@@ -211,8 +213,17 @@ def sequence_inputs(index: int, num_tokens: int, num_hiddens: int, stream: int, 
     Shape:
         - output: ``(num_tokens, num_hiddens)``
     """
+    for name, value in (("index", index), ("stream", stream), ("seed", seed)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    require_positive_int("num_tokens", num_tokens)
+    require_positive_int("num_hiddens", num_hiddens)
+    return _sequence_inputs(index, num_tokens, num_hiddens, stream, seed)
+
+
+def _sequence_inputs(index: int, num_tokens: int, num_hiddens: int, stream: int, seed: int) -> Tensor:
     generator = np.random.default_rng([seed, stream, index, num_hiddens])
-    tokens = generator.standard_normal((num_tokens, num_hiddens), dtype=np.float32)
+    tokens = generator.standard_normal((num_tokens, num_hiddens), dtype=np.float32)  # (num_tokens, num_hiddens)
     return INPUT_STD * torch.from_numpy(tokens)
 
 
@@ -225,9 +236,9 @@ def explorer_inputs(config: ExplorerConfig) -> tuple[Tensor, Tensor]:
     """
     _check_type("config", config, ExplorerConfig)
     c = config
-    queries = torch.stack([sequence_inputs(i, c.num_queries, c.num_hiddens, QUERIES, c.seed)
+    queries = torch.stack([_sequence_inputs(i, c.num_queries, c.num_hiddens, QUERIES, c.seed)
                            for i in range(c.batch_size)])  # batch_size x (n_q, d) -> (batch_size, n_q, d)
-    keys = torch.stack([sequence_inputs(i, c.num_kvpairs, c.num_hiddens, KEYS, c.seed)
+    keys = torch.stack([_sequence_inputs(i, c.num_kvpairs, c.num_hiddens, KEYS, c.seed)
                         for i in range(c.batch_size)])  # batch_size x (n_kv, d) -> (batch_size, n_kv, d)
     return queries, keys
 
