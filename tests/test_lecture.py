@@ -79,6 +79,14 @@ def test_pictures_count_by_their_height_on_the_slide():
     assert lecture.slide_types(nb) == ["slide", "-", "subslide", "subslide"]
 
 
+def test_svg_pictures_count_by_their_height_on_the_slide():
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" width="1800" height="600" viewBox="0 0 1800 600"></svg>'
+    assert lecture._svg_height(svg) == 300  # scaled down to the 900 px slide width
+    picture = new_code_cell("SVG(svg)", outputs=[new_output("display_data", {"image/svg+xml": svg,
+                                                                              "text/plain": "<SVG object>"})])
+    assert lecture.cell_lines(picture) == 1 + 300 // lecture.LINE_PX
+
+
 def test_long_markdown_lines_count_as_wrapped_lines():
     cell = new_markdown_cell("## Heading\n\n" + "word " * 40)  # 200 characters wrap into 3 slide lines
     assert lecture.cell_lines(cell) == 1 + 1 + 1 + 3
@@ -167,6 +175,39 @@ def test_widgets_become_a_static_note_and_no_widget_manager_is_loaded():
         assert "IntSlider" not in page and "html-manager" not in page
         assert lecture.offline_problems(page) == []
     assert "widgets" in nb.metadata, "rendering must not change the caller's notebook"
+
+
+@pytest.mark.parametrize(("source", "shown"), [
+    ("# NBVAL_IGNORE_OUTPUT\nbox = explorer()\nbox", "box = explorer()\nbox"),
+    ("# NBVAL_IGNORE_OUTPUT  (training progress)\ntrain()", "train()"),
+    ("#NBVAL_SKIP\nslow()", "slow()"),
+    ("x = 1\n    # NBVAL_RAISES_EXCEPTION\nfail()", "x = 1\nfail()"),
+    ("# NBVAL_CHECK_OUTPUT", ""),
+    ("y = 2  # keep NBVAL_SKIP in prose\n# not a marker: NBVAL_SKIP", "y = 2  # keep NBVAL_SKIP in prose\n"
+                                                                     "# not a marker: NBVAL_SKIP"),
+])
+def test_hide_test_markers_drops_only_marker_lines(source, shown):
+    assert lecture.hide_test_markers(source) == shown
+
+
+def test_slides_and_pages_hide_test_markers_and_keep_the_code():
+    nb = small_chapter()
+    widget = "# NBVAL_IGNORE_OUTPUT\n# A live widget.\nbox = make_the_explorer()"
+    nb.cells.append(new_code_cell(widget))
+    for page in (lecture.render_slides(nb, "05_small"), lecture.render_page(nb, "05_small")):
+        assert "NBVAL" not in page
+        assert "make_the_explorer" in page and "A live widget." in page
+    assert nb.cells[-1].source == widget, "rendering must not change the caller's notebook"
+    # and the marker line does not count on the slide
+    assert lecture.cell_lines(nb.cells[-1]) == lecture.cell_lines(new_code_cell("# A live widget.\nbox = 1"))
+
+
+def test_no_stored_chapter_shows_a_test_marker_on_its_slides():
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert "NBVAL_" not in lecture.hide_test_markers(cell.source), f"{path.name}: {cell.source[:80]}"
 
 
 def test_offline_problems_name_remote_addresses_and_missing_files(tmp_path):

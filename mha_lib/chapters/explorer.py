@@ -1,8 +1,10 @@
 """The interactive explorer of chapter 05: plain functions that compute, lay out and draw, and two widgets.
 
 Everything a widget shows comes from a plain function here that returns data, an
-HTML string or a ``Figure``, so it can be tested without a browser; the widgets
+HTML or SVG string or a ``Figure``, so it can be tested without a browser; the widgets
 (:func:`explorer`, :func:`scaling_explorer`) only read their controls and call them.
+The heatmaps of all heads are one SVG with a small PNG per head (:func:`heatmaps_svg`),
+not a matplotlib figure: one axes per head cost most of a second at 64 heads.
 
 Dimension names are those of :mod:`mha_lib.functional`; ``d`` is ``num_hiddens``
 and ``h`` is ``num_heads``. Costs count multiply-adds as 2 floating-point
@@ -16,7 +18,6 @@ import contextlib
 import html
 import io
 import math
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -24,12 +25,13 @@ import ipywidgets as widgets
 import matplotlib
 import numpy as np
 import torch
+from matplotlib import colormaps
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator
 from PIL import Image
 from torch import Tensor
 
-from .._validation import require_heads_divide, require_positive_int
+from .._validation import require_bool_mask, require_heads_divide, require_positive_int
+from ..masks import attention_mask
 from ..modules import MultiHeadAttention
 from ..utils import cpu_threads
 from .anatomy import TraceRow, count_parameters, mha_flops, score_bytes, trace_multi_head_attention
@@ -39,6 +41,9 @@ from .tables import format_table
 __all__ = [
     "CMAP",
     "INPUT_STD",
+    "KEYS",
+    "MASKED_RGB",
+    "QUERIES",
     "Costs",
     "ExplorerConfig",
     "Exploration",
@@ -48,23 +53,26 @@ __all__ = [
     "divisors",
     "explore",
     "explorer",
+    "explorer_inputs",
     "figure_to_svg",
     "format_costs",
-    "head_images",
+    "heatmaps_svg",
     "mha_costs",
     "nearest_divisor",
-    "plot_head_weights",
     "plot_scaling",
     "render_explorer",
     "scaling_explorer",
     "scaling_summary",
     "score_samples",
+    "sequence_inputs",
     "trace_html",
+    "weight_colours",
 ]
 
 CMAP = "Reds"  # the explorer's colormap: weight 0 is its lowest (almost white) colour
+MASKED_RGB = (170, 170, 170)  # a masked key: grey, a colour "Reds" never takes
 SCALING_DIMS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # the values the d slider offers
-INPUT_STD = 3.0  # the explorer's random inputs: wide enough that each head's weights differ visibly
+INPUT_STD = 3.0  # the explorer's random inputs: standard normal times 3, so the heads' weights differ visibly
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -172,6 +180,8 @@ class ExplorerConfig:
             raise ValueError(f"valid_len must be an int in [0, num_kvpairs={self.num_kvpairs}], got {valid_len!r}")
         if not isinstance(self.causal, bool):
             raise TypeError(f"causal must be True or False, got {self.causal!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be an int >= 0, got {self.seed!r}")
 
 
 @dataclass(frozen=True)
@@ -180,38 +190,85 @@ class Exploration:
 
     Shape:
         - weights: ``(batch_size, num_heads, num_queries, num_kvpairs)``
+        - may_attend: ``(batch_size, num_queries, num_kvpairs)``, boolean, True where a query may see a key
     """
 
     config: ExplorerConfig
     trace: list[TraceRow]
     weights: Tensor
+    may_attend: Tensor
     costs: Costs
 
 
-def explore(config: ExplorerConfig) -> Exploration:
-    """Build a seeded layer and random inputs for ``config``, trace them and collect the weights and costs.
+QUERIES, KEYS = 0, 1  # the two random streams of every sequence: its queries, and its keys (= its values)
 
-    The inputs are normal random numbers with standard deviation :data:`INPUT_STD`.
+
+def sequence_inputs(index: int, num_tokens: int, num_hiddens: int, stream: int, seed: int = 0) -> Tensor:
+    """The random token vectors of sequence ``index`` of a batch: normal, standard deviation :data:`INPUT_STD`.
+
+    Each sequence draws from its own generator, seeded by ``(seed, stream, index, num_hiddens)`` and
+    nothing else. numpy's generator draws its numbers one after another, so the first rows are the
+    same for every ``num_tokens``: a sequence does not change when the batch or its length changes.
+
+    Shape:
+        - output: ``(num_tokens, num_hiddens)``
+    """
+    for name, value in (("index", index), ("stream", stream), ("seed", seed)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    require_positive_int("num_tokens", num_tokens)
+    require_positive_int("num_hiddens", num_hiddens)
+    return _sequence_inputs(index, num_tokens, num_hiddens, stream, seed)
+
+
+def _sequence_inputs(index: int, num_tokens: int, num_hiddens: int, stream: int, seed: int) -> Tensor:
+    generator = np.random.default_rng([seed, stream, index, num_hiddens])
+    tokens = generator.standard_normal((num_tokens, num_hiddens), dtype=np.float32)  # (num_tokens, num_hiddens)
+    return INPUT_STD * torch.from_numpy(tokens)
+
+
+def explorer_inputs(config: ExplorerConfig) -> tuple[Tensor, Tensor]:
+    """The queries and the keys (which are also the values) of the explorer's batch, one sequence at a time.
+
+    Shape:
+        - queries: ``(batch_size, num_queries, num_hiddens)``
+        - keys: ``(batch_size, num_kvpairs, num_hiddens)``
+    """
+    _check_type("config", config, ExplorerConfig)
+    c = config
+    queries = torch.stack([_sequence_inputs(i, c.num_queries, c.num_hiddens, QUERIES, c.seed)
+                           for i in range(c.batch_size)])  # batch_size x (n_q, d) -> (batch_size, n_q, d)
+    keys = torch.stack([_sequence_inputs(i, c.num_kvpairs, c.num_hiddens, KEYS, c.seed)
+                        for i in range(c.batch_size)])  # batch_size x (n_kv, d) -> (batch_size, n_kv, d)
+    return queries, keys
+
+
+def explore(config: ExplorerConfig) -> Exploration:
+    """Build a seeded layer and the inputs for ``config``, trace them and collect the weights, the mask and the costs.
 
     The layer's weights depend only on ``num_hiddens`` and the seed, not on ``num_heads``:
-    changing the number of heads cuts the same four matrices into other slices.
+    changing the number of heads cuts the same four matrices into other slices. The inputs
+    come from :func:`explorer_inputs`.
     """
     _check_type("config", config, ExplorerConfig)
     c = config
     d = c.num_hiddens
     # Seeded, and the caller's random numbers are left alone. (Only the CPU generator is seeded:
     # torch.manual_seed would also queue a seed for CUDA, which is slow and not needed here.)
-    with cpu_threads(1), torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]):
         torch.default_generator.manual_seed(c.seed)
         mha = MultiHeadAttention(d, d, d, d, c.num_heads).eval()
-        queries = INPUT_STD * torch.randn(c.batch_size, c.num_queries, d)
-        keys = values = INPUT_STD * torch.randn(c.batch_size, c.num_kvpairs, d)  # one sequence gives both
-        valid_lens = torch.full((c.batch_size,), c.valid_len)
-        trace = trace_multi_head_attention(mha, queries, keys, values, valid_lens, causal=c.causal)
+    queries, keys = explorer_inputs(c)
+    valid_lens = torch.full((c.batch_size,), c.valid_len)
+    with cpu_threads(1):
+        trace = trace_multi_head_attention(mha, queries, keys, keys, valid_lens, causal=c.causal)
         with torch.no_grad():
-            mha(queries, keys, values, valid_lens, causal=c.causal)
+            mha(queries, keys, keys, valid_lens, causal=c.causal)
+    may_attend = attention_mask(c.batch_size, c.num_queries, c.num_kvpairs, valid_lens, causal=c.causal)
+    # (batch_size or 1, n_q or 1, n_kv) -> (batch_size, n_q, n_kv)
+    may_attend = may_attend.expand(c.batch_size, c.num_queries, c.num_kvpairs)
     costs = mha_costs(c.batch_size, c.num_queries, c.num_kvpairs, d, c.num_heads)
-    return Exploration(config, trace, mha.attention_weights, costs)
+    return Exploration(config, trace, mha.attention_weights, may_attend, costs)
 
 
 def trace_html(rows: Sequence[TraceRow]) -> str:
@@ -245,103 +302,108 @@ def costs_html(costs: Costs) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Heatmaps
+# Heatmaps: one SVG, one small PNG per head, no matplotlib figure
 
 
-def plot_head_weights(weights: Tensor, title: str | None = None, cmap: str = CMAP) -> Figure:
-    """One heatmap panel per head, up to 4 panels a row (8 from 16 heads on), with one colour bar.
+def weight_colours(weights: Tensor, may_attend: Tensor | None = None, cmap: str = CMAP) -> np.ndarray:
+    """The colour of every weight, as 8-bit RGB: ``cmap`` from 0 to 1, and :data:`MASKED_RGB` where a key is masked.
 
-    The bottom-left panel carries the axis labels ("keys", "queries") and the tick numbers for all.
-
-    Each panel is an axes with gid ``head-<h>`` drawn by ``imshow(vmin=0, vmax=1)``, so
-    weight 0 has the colormap's lowest colour in every panel. The panels are laid out
-    by hand in whole points, each cell a square of ``cell`` points, so that in an SVG
-    (72 points to the inch) every cell is exactly ``cell`` x ``cell`` image pixels.
+    Weight 0 has the colormap's lowest colour; a masked key is grey, a colour the colormap
+    never takes, so "masked" and "allowed but close to 0" look different.
 
     Shape:
         - weights: ``(num_heads, num_queries, num_kvpairs)``, values in [0, 1]
+        - may_attend: boolean, broadcastable to ``weights``; True where the query may see the key
+        - output: ``(num_heads, num_queries, num_kvpairs, 3)``, uint8
     """
     if not isinstance(weights, Tensor) or weights.dim() != 3:
         got = tuple(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__
         raise ValueError(f"weights must be a 3-D tensor (num_heads, num_queries, num_kvpairs), got {got}")
-    num_heads, num_queries, num_kvpairs = weights.shape
-    weights = weights.detach().to("cpu", torch.float32).numpy()
-    ncols = min(num_heads, 4) if num_heads < 16 else 8
-    nrows = math.ceil(num_heads / ncols)
-    # Whole points everywhere: the panel's size, the margins and the gaps.
-    target = 110 if ncols <= 4 else 60  # points along the longer side of a panel
-    cell = max(1, round(target / max(num_queries, num_kvpairs)))
-    width, height = num_kvpairs * cell, num_queries * cell
-    left, right, top, bottom = 48, 76, 44, 38
-    gap_x, gap_y = 10, 22
-    fig_w = left + ncols * width + (ncols - 1) * gap_x + right
-    fig_h = top + nrows * height + (nrows - 1) * gap_y + bottom
-    small = num_heads >= 16
-    # Sizes set before the axes exist: changing them afterwards (tick_params) rebuilds every tick.
-    style = {"xtick.labelsize": 7, "ytick.labelsize": 7, "xtick.major.size": 2, "ytick.major.size": 2,
-             "xtick.major.pad": 1.5, "ytick.major.pad": 1.5, "axes.labelsize": 8, "axes.labelpad": 1,
-             "axes.titlesize": 8 if small else 9, "axes.titlepad": 2}
-    with matplotlib.rc_context(style):
-        fig = Figure(figsize=(fig_w / 72, fig_h / 72))
-        for head in range(num_heads):
-            row, col = divmod(head, ncols)
-            x0 = left + col * (width + gap_x)
-            y0 = fig_h - top - (row + 1) * height - row * gap_y
-            ax = fig.add_axes((x0 / fig_w, y0 / fig_h, width / fig_w, height / fig_h))
-            ax.set_gid(f"head-{head}")
-            image = ax.imshow(weights[head], vmin=0, vmax=1, interpolation="nearest", cmap=cmap, aspect="auto")
-            # A title placed by hand (y given) skips matplotlib's costly search for a free spot.
-            ax.set_title(str(head) if small else f"head {head}", y=1.0)
-            # All panels have the same axes, so only the bottom-left one is numbered (each tick is costly to draw).
-            corner = head == (nrows - 1) * ncols
-            ax.xaxis.set_major_locator(FixedLocator(_ticks(num_kvpairs) if corner else []))
-            ax.yaxis.set_major_locator(FixedLocator(_ticks(num_queries) if corner else []))
-            if corner:
-                ax.set_xlabel("keys")
-                ax.set_ylabel("queries")
-        colorbar_axes = fig.add_axes(((fig_w - right + 14) / fig_w, bottom / fig_h, 10 / fig_w,
-                                      (fig_h - top - bottom) / fig_h))
-        fig.colorbar(image, cax=colorbar_axes, ticks=[0, 1], label="attention weight")
-        fig.suptitle(title or f"Attention weights of {num_heads} head{'s' if num_heads > 1 else ''}",
-                     y=1 - 10 / fig_h, fontsize=10)
-    return fig
+    if may_attend is not None:
+        require_bool_mask("may_attend", may_attend, tuple(weights.shape), "(num_heads, num_queries, num_kvpairs)")
+    values = weights.detach().to("cpu", torch.float32).clamp(0, 1).numpy()
+    rgb = colormaps[cmap](values, bytes=True)[..., :3]  # (h, n_q, n_kv) -> (h, n_q, n_kv, 3)
+    if may_attend is not None:
+        masked = ~may_attend.to("cpu").expand(weights.shape).numpy()  # (h, n_q, n_kv)
+        rgb[masked] = MASKED_RGB
+    return rgb
 
 
-def figure_to_svg(fig: Figure) -> str:
-    """Render ``fig`` as an inline SVG string (no XML preamble), with text kept as text.
+def heatmaps_svg(weights: Tensor, may_attend: Tensor | None = None, title: str | None = None,
+                 cmap: str = CMAP) -> str:
+    """All heads' heatmaps as one SVG: a grid of panels (4 a row, 8 from 16 heads on), a colour bar, a legend.
 
-    The figure is not registered with pyplot, so once the caller drops it nothing keeps it
-    alive. (``fig.clear()`` is not needed for that, and would cost as much as drawing.)
-    """
-    _check_type("fig", fig, Figure)
-    buffer = io.StringIO()
-    # Text as <text> (not glyph paths) is smaller and faster; a fixed salt and no date make the SVG reproducible.
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "mha-notebooks"}):
-        fig.savefig(buffer, format="svg", dpi=72, metadata={"Date": None})
-    svg = buffer.getvalue()
-    svg = svg[svg.index("<svg"):]
-    return svg.replace("<svg ", '<svg style="max-width:100%;height:auto" ', 1)
-
-
-def head_images(svg: str) -> dict[int, np.ndarray]:
-    """Decode the heatmap of every head from an SVG of :func:`plot_head_weights`, one RGBA pixel per cell.
-
-    matplotlib stores an image's rows bottom-up in the SVG (and flips them back when
-    drawing), so the decoded rows are flipped here: row ``i`` is query ``i``.
+    Each panel is a group ``<g id="head-<h>">`` with the head's title and one ``<image>``:
+    a PNG of :func:`weight_colours` in which every query-key cell is a square of whole
+    pixels, row ``i`` is query ``i`` and column ``j`` is key ``j``. The bottom-left panel
+    carries the axis labels ("keys", "queries") and the tick numbers for all.
 
     Shape:
-        - each value: ``(num_queries, num_kvpairs, 4)``, uint8
+        - weights: ``(num_heads, num_queries, num_kvpairs)``, values in [0, 1]
+        - may_attend: boolean, broadcastable to ``weights``
     """
-    if not isinstance(svg, str):
-        raise TypeError(f"svg must be a str from figure_to_svg, got {type(svg).__name__}")
-    pattern = re.compile(r'<g id="head-(\d+)">.*?<image\b[^>]*?xlink:href="data:image/png;base64,\s*([^"]+)"', re.S)
-    images = {}
-    for head, data in pattern.findall(svg):
-        pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("RGBA"))[::-1]
-        images[int(head)] = pixels
-    if not images:
-        raise ValueError("svg holds no <g id=\"head-N\"> group with an image; make it with plot_head_weights")
-    return images
+    rgb = weight_colours(weights, may_attend, cmap)  # checks the arguments; (h, n_q, n_kv, 3)
+    num_heads, num_queries, num_kvpairs = weights.shape
+    if title is None:
+        title = f"Attention weights of {num_heads} head{'s' if num_heads > 1 else ''}"
+    ncols = min(num_heads, 4) if num_heads < 16 else 8
+    nrows = math.ceil(num_heads / ncols)
+    small = num_heads >= 16
+    # Lengths in pixels. Each cell is a square of `cell` pixels, so a panel's longer side is about `target`.
+    target = 110 if ncols <= 4 else 60
+    cell = max(2, round(target / max(num_queries, num_kvpairs)))
+    width, height = num_kvpairs * cell, num_queries * cell
+    left, right, top, bottom, gap_x, gap_y = 48, 80, 44, 40, 10, 22
+    grid_w = ncols * width + (ncols - 1) * gap_x
+    fig_w = max(left + grid_w + right, round(7 * len(title)) + 20)  # wide enough for the title too
+    fig_h = top + nrows * height + (nrows - 1) * gap_y + bottom
+    text = 'font-size="{size}" text-anchor="{anchor}"'
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+             f'width="{fig_w}" height="{fig_h}" viewBox="0 0 {fig_w} {fig_h}" font-family="sans-serif" '
+             f'style="max-width:100%;height:auto;background:white">',
+             f'<text x="{fig_w / 2}" y="16" {text.format(size=13, anchor="middle")}>{html.escape(title)}</text>']
+    for head in range(num_heads):
+        row, col = divmod(head, ncols)
+        x, y = left + col * (width + gap_x), top + row * (height + gap_y)
+        name = str(head) if small else f"head {head}"
+        parts.append(f'<g id="head-{head}">'
+                     f'<text x="{x + width / 2}" y="{y - 4}" {text.format(size=10 if small else 11, anchor="middle")}>'
+                     f'{name}</text>'
+                     f'<image x="{x}" y="{y}" width="{width}" height="{height}" image-rendering="optimizeSpeed" '
+                     f'style="image-rendering:pixelated" xlink:href="{_png_data_url(rgb[head], cell)}"/></g>')
+    # The bottom-left panel: tick numbers at the cell centres and the axis labels.
+    x, y = left, top + (nrows - 1) * (height + gap_y)
+    for j in _ticks(num_kvpairs):
+        parts.append(f'<text x="{x + (j + 0.5) * cell}" y="{y + height + 11}" '
+                     f'{text.format(size=9, anchor="middle")}>{j}</text>')
+    for i in _ticks(num_queries):
+        parts.append(f'<text x="{x - 3}" y="{y + (i + 0.5) * cell + 3}" {text.format(size=9, anchor="end")}>{i}</text>')
+    parts.append(f'<text x="{x + width / 2}" y="{y + height + 24}" {text.format(size=11, anchor="middle")}>keys</text>')
+    parts.append(f'<text transform="translate({x - 18} {y + height / 2}) rotate(-90)" '
+                 f'{text.format(size=11, anchor="middle")}>queries</text>')
+    # The colour bar (weight 1 at the top), and the legend of the masked colour under it.
+    bar_x, bar_top, bar_bottom = left + grid_w + 16, top, fig_h - bottom
+    ramp = colormaps[cmap](np.linspace(1, 0, 64)[:, None], bytes=True)[..., :3]  # (64, 1) -> (64, 1, 3)
+    parts.append(f'<image x="{bar_x}" y="{bar_top}" width="10" height="{bar_bottom - bar_top}" '
+                 f'preserveAspectRatio="none" xlink:href="{_png_data_url(ramp, 1)}"/>'
+                 f'<rect x="{bar_x}" y="{bar_top}" width="10" height="{bar_bottom - bar_top}" fill="none" '
+                 f'stroke="#888" stroke-width="0.5"/>'
+                 f'<text x="{bar_x + 13}" y="{bar_top + 8}" {text.format(size=9, anchor="start")}>1</text>'
+                 f'<text x="{bar_x + 13}" y="{bar_bottom}" {text.format(size=9, anchor="start")}>0</text>'
+                 f'<text transform="translate({bar_x + 30} {(bar_top + bar_bottom) / 2}) rotate(-90)" '
+                 f'{text.format(size=10, anchor="middle")}>attention weight</text>'
+                 f'<rect x="{bar_x}" y="{bar_bottom + 12}" width="10" height="10" fill="rgb{MASKED_RGB}"/>'
+                 f'<text x="{bar_x + 14}" y="{bar_bottom + 21}" {text.format(size=10, anchor="start")}>masked</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _png_data_url(rgb: np.ndarray, cell: int) -> str:
+    """``rgb`` as a PNG ``data:`` URL, each entry drawn as a ``cell`` x ``cell`` square of pixels."""
+    pixels = rgb.repeat(cell, axis=0).repeat(cell, axis=1)  # (rows, cols, 3) -> (rows*cell, cols*cell, 3)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG", compress_level=1)  # level 1: fast, and these are small
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def _ticks(n: int) -> list[int]:
@@ -358,10 +420,11 @@ def render_explorer(config: ExplorerConfig) -> dict[str, str]:
     result = explore(config)
     c = config
     masks = [f"valid_len = {c.valid_len} of {c.num_kvpairs}"] + (["causal"] if c.causal else [])
-    fig = plot_head_weights(result.weights[0], title=f"Sequence 0, {c.num_heads} head{'s' * (c.num_heads > 1)} "
-                                                     f"of {c.num_hiddens // c.num_heads} features, "
-                                                     + ", ".join(masks))
-    return {"trace": trace_html(result.trace), "costs": costs_html(result.costs), "heatmaps": figure_to_svg(fig)}
+    head_dim = c.num_hiddens // c.num_heads
+    title = (f"Sequence 0, {c.num_heads} head{'s' * (c.num_heads > 1)} of {head_dim} feature{'s' * (head_dim > 1)}, "
+             + ", ".join(masks))
+    return {"trace": trace_html(result.trace), "costs": costs_html(result.costs),
+            "heatmaps": heatmaps_svg(result.weights[0], result.may_attend[0], title)}
 
 
 class ExplorerBox(widgets.VBox):
@@ -372,23 +435,25 @@ class ExplorerBox(widgets.VBox):
     """
 
     def __init__(self, config: ExplorerConfig) -> None:
-        style = {"description_width": "90px"}
-        layout = widgets.Layout(width="320px")
         c = config
+        # continuous_update=False: a slider reports its value when it is released (or moved by a key),
+        # not at every pixel of a drag, so a drag costs one update instead of a queue of them.
+        common = {"style": {"description_width": "90px"}, "layout": widgets.Layout(width="320px")}
+        slider = {"continuous_update": False, **common}
         self.controls: dict[str, widgets.Widget] = {
             "num_hiddens": widgets.IntSlider(value=c.num_hiddens, min=4, max=max(64, c.num_hiddens), step=4,
-                                             description="num_hiddens", style=style, layout=layout),
+                                             description="num_hiddens", **slider),
             "num_heads": widgets.SelectionSlider(options=divisors(c.num_hiddens), value=c.num_heads,
-                                                 description="num_heads", style=style, layout=layout),
+                                                 description="num_heads", **slider),
             "batch_size": widgets.IntSlider(value=c.batch_size, min=1, max=max(8, c.batch_size),
-                                            description="batch_size", style=style, layout=layout),
+                                            description="batch_size", **slider),
             "num_queries": widgets.IntSlider(value=c.num_queries, min=1, max=max(16, c.num_queries),
-                                             description="num_queries", style=style, layout=layout),
+                                             description="num_queries", **slider),
             "num_kvpairs": widgets.IntSlider(value=c.num_kvpairs, min=1, max=max(16, c.num_kvpairs),
-                                             description="num_kvpairs", style=style, layout=layout),
+                                             description="num_kvpairs", **slider),
             "valid_len": widgets.IntSlider(value=c.valid_len, min=min(1, c.valid_len), max=c.num_kvpairs,
-                                           description="valid_len", style=style, layout=layout),
-            "causal": widgets.Checkbox(value=c.causal, description="causal", style=style, layout=layout),
+                                           description="valid_len", **slider),
+            "causal": widgets.Checkbox(value=c.causal, description="causal", **common),
         }
         for name, control in self.controls.items():
             control.add_class(f"mha-control-{name}")
@@ -534,13 +599,29 @@ def plot_scaling(d: int, variance: ScoreVariance, saturation: SoftmaxSaturation,
     return fig
 
 
+def figure_to_svg(fig: Figure) -> str:
+    """Render ``fig`` as an inline SVG string (no XML preamble), with text kept as text.
+
+    The figure is not registered with pyplot, so once the caller drops it nothing keeps it
+    alive. (``fig.clear()`` is not needed for that, and would cost as much as drawing.)
+    """
+    _check_type("fig", fig, Figure)
+    buffer = io.StringIO()
+    # Text as <text> (not glyph paths) is smaller and faster; a fixed salt and no date make the SVG reproducible.
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "mha-notebooks"}):
+        fig.savefig(buffer, format="svg", dpi=72, metadata={"Date": None})
+    svg = buffer.getvalue()
+    svg = svg[svg.index("<svg"):]
+    return svg.replace("<svg ", '<svg style="max-width:100%;height:auto" ', 1)
+
+
 def scaling_explorer(d: int = 64, dims: Sequence[int] = SCALING_DIMS) -> widgets.VBox:
     """A ``d`` slider over ``dims`` for the sqrt(d) question: score histograms, softmax of a row and the numbers."""
     if d not in dims:
         raise ValueError(f"d must be one of dims={list(dims)}, got {d!r}")
     variance = measure_score_variance(list(dims), num_samples=2000)
     saturation = measure_softmax_saturation(list(dims))
-    slider = widgets.SelectionSlider(options=list(dims), value=d, description="d",
+    slider = widgets.SelectionSlider(options=list(dims), value=d, description="d", continuous_update=False,
                                      layout=widgets.Layout(width="420px")).add_class("mha-control-d")
     figure = widgets.HTML().add_class("mha-scaling-figure")
     numbers = widgets.HTML().add_class("mha-scaling-numbers")

@@ -1,7 +1,7 @@
 """The exercises of chapter 05, the interactive explorer.
 
 ``check_num_heads_options``, ``check_explorer_split_shape``, ``check_mha_flops``,
-``check_score_memory_answer``
+``check_score_memory_answer``, ``check_grey_cells``
 """
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..chapters.anatomy import mha_flops
+from ..masks import causal_mask
 from ._engine import check_answer, check_formula, contains_ellipsis
 
-__all__ = ['check_explorer_split_shape', 'check_mha_flops', 'check_num_heads_options', 'check_score_memory_answer']
+__all__ = ['check_explorer_split_shape', 'check_grey_cells', 'check_mha_flops', 'check_num_heads_options',
+           'check_score_memory_answer']
 
 
 def check_num_heads_options(answer: Any) -> None:
@@ -74,3 +76,16 @@ def check_score_memory_answer(answer: Any) -> None:
         524_288: "the score matrix is num_queries x num_kvpairs = 1024 x 1024 per head and sequence: it grows "
                  "as n^2, not n.",
     }, success="8 * 16 * 1024 * 1024 * 4 bytes = 512 MiB, for one layer's scores alone.")
+
+
+def check_grey_cells(answer: Any) -> None:
+    """Exercise: the grey (masked) cells of one panel with causal=True, 8 queries, 4 keys, valid_len = 4."""
+    expected = int((~causal_mask(8, 4)).sum())  # query i sees keys 0..i: top-left aligned, as in chapter 02
+    bottom_right = sum(4 - max(0, min(4, i - 3)) for i in range(8))  # if query i saw keys 0..i-4 only
+    check_answer(answer, expected, name="the number of grey cells", hints={
+        bottom_right: "that aligns the causal mask at the bottom right (the last query with the last key). "
+                      "mha_lib.causal_mask aligns it at the top left: query i sees keys 0..i.",
+        32 - expected: "that counts the cells a query may see; the grey ones are the others.",
+        0: "valid_len = 4 masks nothing here, but causal does: query 0 may not see keys 1, 2 and 3.",
+        28: "that is the upper triangle of an 8 x 8 panel; with 4 keys the panel is 8 x 4.",
+    }, success=f"{expected}: queries 0, 1 and 2 miss 3, 2 and 1 keys; from query 3 on every query sees all 4.")

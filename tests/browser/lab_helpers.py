@@ -231,8 +231,8 @@ def heatmap_panels(explorer: Locator) -> list[dict]:
 def panel_cells(panel: dict, num_queries: int, num_kvpairs: int) -> np.ndarray:
     """The RGBA colour at the centre of each query-key cell of one head's heatmap, shape (queries, keys, 4).
 
-    matplotlib stores the PNG bottom row first and flips it back with ``transform="scale(1 -1) ..."``;
-    the flips in the transform are undone here so row 0 is query 0 as the reader sees it.
+    The explorer's PNG has query 0 in its top row; an image flipped by a ``transform="scale(1 -1) ..."``
+    (as matplotlib writes them) is flipped back here, so row 0 is query 0 as the reader sees it.
     """
     prefix = "data:image/png;base64,"
     assert panel["href"] and panel["href"].startswith(prefix), f"{panel['id']} has no inline PNG image"

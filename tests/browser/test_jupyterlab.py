@@ -9,9 +9,9 @@ Run with ``make test-browser`` (not part of ``make test-unit``). Screenshots of 
 - ``mha-trace`` is an HTML table, one ``<tr>`` per step, the shape as a tuple in the last column; the split
   heads rows read ``(batch_size*num_heads, n, head_dim)``, the weights row
   ``(batch_size*num_heads, num_queries, num_kvpairs)``;
-- ``mha-heatmaps`` is an inline matplotlib SVG with one ``<g id="head-h">`` per head, holding exactly one
-  ``<image>``: the first sequence's weights drawn with ``vmin=0, vmax=1``, so a weight of exactly 0 has the
-  same colour in every panel;
+- ``mha-heatmaps`` is one inline SVG (``mha_lib.chapters.explorer.heatmaps_svg``) with one ``<g id="head-h">``
+  per head, holding exactly one ``<image>``: a PNG of the first sequence's weights on a fixed 0..1 scale,
+  row i = query i, and a masked key in one grey that the scale never takes, the same in every panel;
 - a change of a control re-renders these in place.
 """
 

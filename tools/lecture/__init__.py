@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import copy
 import html
+import re
 import shutil
 import struct
 from collections.abc import Iterable, Sequence
@@ -62,8 +63,24 @@ def _png_height(encoded: str) -> int:
     return round(height * min(1.0, SLIDE_WIDTH_PX / max(width, 1)))
 
 
+def _svg_height(svg: str) -> int:
+    """Displayed height in pixels of an SVG with ``width`` and ``height`` in pixels, scaled to the slide width."""
+    size = {name: float(value) for name, value in re.findall(r'\b(width|height)="([\d.]+)(?:px)?"', svg[:600])}
+    width, height = size.get("width", SLIDE_WIDTH_PX), size.get("height", LINE_PX)
+    return round(height * min(1.0, SLIDE_WIDTH_PX / max(width, 1)))
+
+
 def _wrapped_lines(text: str, width: int) -> int:
     return sum(max(1, -(-len(line) // width)) for line in text.splitlines())
+
+
+# A comment line that only steers the tests, e.g. "# NBVAL_IGNORE_OUTPUT  (a live widget: ...)" (nbval's marks).
+TEST_MARKER = re.compile(r"^[ \t]*#[ \t]*NBVAL_[A-Z_]+\b.*(?:\n|$)", re.MULTILINE)
+
+
+def hide_test_markers(source: str) -> str:
+    """``source`` without its test-marker comment lines (``# NBVAL_IGNORE_OUTPUT``, ``# NBVAL_SKIP``, ...)."""
+    return TEST_MARKER.sub("", source)
 
 
 def cell_lines(cell: nbformat.NotebookNode) -> int:
@@ -71,7 +88,7 @@ def cell_lines(cell: nbformat.NotebookNode) -> int:
     if cell.cell_type == "markdown":
         headings = sum(line.startswith("#") for line in cell.source.splitlines())  # twice the size
         return _wrapped_lines(cell.source, TEXT_WIDTH) + headings
-    lines = _wrapped_lines(cell.source, CODE_WIDTH)
+    lines = _wrapped_lines(hide_test_markers(cell.source), CODE_WIDTH)  # the slides do not show the markers
     for output in cell.get("outputs", []):
         if output.output_type == "stream":
             lines += _wrapped_lines(output.text, CODE_WIDTH)
@@ -79,6 +96,8 @@ def cell_lines(cell: nbformat.NotebookNode) -> int:
             data = output.data
             if "image/png" in data:
                 lines += -(-_png_height(data["image/png"]) // LINE_PX)
+            elif "image/svg+xml" in data:
+                lines += -(-_svg_height(data["image/svg+xml"]) // LINE_PX)
             else:
                 lines += _wrapped_lines(str(data.get("text/plain", "")), CODE_WIDTH)
         elif output.output_type == "error":
@@ -168,6 +187,15 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = "[An interactive widget is here: open the notebook in JupyterLab to use it.]"
 
 
+class HideTestMarkers(Preprocessor):
+    """Drop the test-marker lines from code cells: they are for CI, not for the audience of a slide or page."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code":
+            cell.source = hide_test_markers(cell.source)
+        return cell, resources
+
+
 class StaticWidgets(Preprocessor):
     """Replace live widgets by a short note, so no widget manager has to be loaded from a CDN."""
 
@@ -193,6 +221,7 @@ def slides_exporter() -> SlidesExporter:
                               reveal_scroll=True, exclude_input_prompt=True, exclude_output_prompt=True,
                               **TEMPLATE_OPTIONS)
     exporter.register_preprocessor(StaticWidgets(), enabled=True)
+    exporter.register_preprocessor(HideTestMarkers(), enabled=True)
     return exporter
 
 
@@ -200,6 +229,7 @@ def html_exporter() -> HTMLExporter:
     # embed_images: pictures in markdown cells become data: URIs, like the outputs already are.
     exporter = HTMLExporter(template_name="offline_html", embed_images=True, **TEMPLATE_OPTIONS)
     exporter.register_preprocessor(StaticWidgets(), enabled=True)
+    exporter.register_preprocessor(HideTestMarkers(), enabled=True)
     return exporter
 
 
