@@ -62,9 +62,9 @@ def test_many_heads_are_drawn_as_the_first_two_an_ellipsis_and_the_last(num_head
 @pytest.mark.parametrize("kwargs, error, message", [
     ({"num_heads": 3}, ValueError, "num_heads=3 must divide num_hiddens=100"),
     ({"num_heads": 0}, ValueError, "num_heads must be a positive int, got 0"),
-    ({"batch_size": 2.0}, ValueError, "batch_size must be a positive int, got 2.0"),
+    ({"batch_size": 2.0}, TypeError, "batch_size must be a positive int, got 2.0"),
     ({"num_kvpairs": -1}, ValueError, "num_kvpairs must be a positive int, got -1"),
-    ({"query_size": True}, ValueError, "query_size must be a positive int, got True"),
+    ({"query_size": True}, TypeError, "query_size must be a positive int, got True"),
 ])
 def test_the_diagram_rejects_bad_sizes_naming_the_argument(kwargs, error, message):
     sizes = {"batch_size": 2, "num_queries": 4, "num_kvpairs": 6, "num_hiddens": 100, "num_heads": 5} | kwargs
