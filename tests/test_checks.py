@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from mha_lib import masked_softmax, transpose_output, transpose_qkv
-from mha_lib.exercises import _engine, ch01, ch02, ch03, ch04, ch05, ch06, ch07
+from mha_lib.exercises import _engine, ch01, ch02, ch03, ch04, ch05, ch07
 from mha_lib.exercises._engine import CORRECT, NOT_YET
 
 
@@ -400,52 +400,6 @@ CHAPTER_05 = [
 ]
 
 
-# ---- chapter 06 ------------------------------------------------------------------------------------------------
-
-def ablate_right(concatenated, head, num_heads):
-    head_dim = concatenated.shape[-1] // num_heads
-    result = concatenated.clone()
-    result[..., head * head_dim:(head + 1) * head_dim] = 0
-    return result
-
-
-def ablate_in_place(concatenated, head, num_heads):
-    head_dim = concatenated.shape[-1] // num_heads
-    concatenated[..., head * head_dim:(head + 1) * head_dim] = 0
-    return concatenated
-
-
-def ablate_positions(concatenated, head, num_heads):
-    head_dim = concatenated.shape[-1] // num_heads
-    result = concatenated.clone()
-    result[:, head * head_dim:(head + 1) * head_dim, :] = 0
-    return result
-
-
-def ablate_num_heads_wide(concatenated, head, num_heads):
-    result = concatenated.clone()
-    result[..., head * num_heads:(head + 1) * num_heads] = 0
-    return result
-
-
-def keep_only_head(concatenated, head, num_heads):
-    head_dim = concatenated.shape[-1] // num_heads
-    result = torch.zeros_like(concatenated)
-    result[..., head * head_dim:(head + 1) * head_dim] = concatenated[..., head * head_dim:(head + 1) * head_dim]
-    return result
-
-
-CHAPTER_06 = [
-    (ch06.check_task_targets, [-100, 13, 43, 13, 53], "one step BACK"),
-    (ch06.check_task_targets, [-100, 33, 31, 34, 31], "the class is local * vocab_size + first"),
-    (ch06.check_task_targets, [33, 13, 43, 13, 53], "its target is IGNORE (-100)"),
-    (ch06.check_ablate_head, ablate_in_place, "changed its input in place"),
-    (ch06.check_ablate_head, ablate_positions, "a head owns FEATURES"),
-    (ch06.check_ablate_head, ablate_num_heads_wide, "not num_heads"),
-    (ch06.check_ablate_head, keep_only_head, "you kept only that head"),
-]
-
-
 # ---- chapter 07 ------------------------------------------------------------------------------------------------
 
 def attention_flops_right(batch_size, seq_len, num_hiddens):
@@ -501,9 +455,6 @@ CORRECT_SOLUTIONS = [
     (ch05.check_mha_flops, flops_right),
     (ch05.check_score_memory_answer, 8 * 16 * 1024 * 1024 * 4),
     (ch07.check_call_counts, (64, 8, 1)),
-    (ch06.check_task_targets, [-100, 33, 13, 43, 13]),
-    (ch06.check_task_targets, torch.tensor([-100, 33, 13, 43, 13])),
-    (ch06.check_ablate_head, ablate_right),
     (ch07.check_score_bytes_answer, 8 * 12 * 4096 * 4096 * 2),
     (ch07.check_attention_flops, attention_flops_right),
 ]
@@ -520,7 +471,7 @@ def test_a_correct_solution_is_confirmed(capsys, case):
     assert run(capsys, checker, solution).startswith(CORRECT)
 
 
-@pytest.mark.parametrize("case", CHAPTER_01 + CHAPTER_02 + CHAPTER_03 + CHAPTER_04 + CHAPTER_05 + CHAPTER_06
+@pytest.mark.parametrize("case", CHAPTER_01 + CHAPTER_02 + CHAPTER_03 + CHAPTER_04 + CHAPTER_05
                          + CHAPTER_07,
                          ids=_id)
 def test_each_typical_mistake_gets_its_hint(capsys, case):
