@@ -378,6 +378,7 @@ def test_plot_steps_to_reach_draws_one_line_per_seed_and_marks_misses():
     assert [line.get_label() for line in lines] == ["seed 0", "seed 1"]
     assert list(lines[0].get_ydata()) == [175, 75, 100]
     assert lines[1].get_ydata()[0] > 250  # the miss is drawn above the limit, not at a step count
+    assert ax.get_yticklabels()[-1].get_text() == "not in 250"
     assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel() == "training steps"
     with pytest.raises(ValueError, match="steps"):
         plot_steps_to_reach({}, limit=250)

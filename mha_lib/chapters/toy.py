@@ -460,7 +460,7 @@ def plot_steps_to_reach(
     require_positive_int("limit", limit)
     fig = Figure(figsize=figsize, layout="constrained")
     ax = fig.subplots()
-    never = limit * 1.15
+    never = limit * 1.25
     for seed, per_heads in steps.items():
         heads = sorted(per_heads)
         values = [never if per_heads[h] is None else per_heads[h] for h in heads]
@@ -468,12 +468,13 @@ def plot_steps_to_reach(
         missed = [h for h in heads if per_heads[h] is None]
         ax.plot(missed, [never] * len(missed), linestyle="none", marker="x", markersize=10, color=line.get_color())
     ax.axhline(never, color="black", linestyle="--", linewidth=1)
-    ax.text(ax.get_xlim()[0], never, f" not reached in {limit} steps", va="bottom", fontsize=8)
     ax.set_xscale("log", base=2)
     all_heads = sorted({h for per_heads in steps.values() for h in per_heads})
     ax.set_xticks(all_heads, [str(h) for h in all_heads])
-    ax.set_ylim(0, never * 1.1)
-    ax.set_xlabel("num_heads (num_hiddens fixed)")
+    ax.set_ylim(0, never * 1.08)
+    ticks = [tick for tick in ax.get_yticks() if 0 <= tick <= limit]
+    ax.set_yticks([*ticks, never], [f"{tick:g}" for tick in ticks] + [f"not in {limit}"])
+    ax.set_xlabel("num_heads (the same num_hiddens)")
     ax.set_ylabel("training steps")
     ax.set_title("Steps to reach the threshold, one line per seed")
     ax.legend(loc="lower right", fontsize=8)
