@@ -305,6 +305,17 @@ def test_random_heads_cosines_edge_cases():
         random_heads_cosines(3, 1, 1, 1, generator)
 
 
+@pytest.mark.parametrize("role", ["q", "k", "v", "o"])
+def test_subspace_cosines_agree_with_principal_cosines_pair_by_pair(role):
+    mha = GeneralMultiHeadAttention(6, 6, 6, 8, 3, qk_size=2, v_size=3)
+    cosines = subspace_cosines(mha, role)
+    assert cosines.shape == (3, 3)
+    for i in range(3):
+        for j in range(3):
+            A, B = head_subspace(mha, role, i), head_subspace(mha, role, j)
+            torch.testing.assert_close(cosines[i, j], principal_cosines(A, B).mean())
+
+
 def test_mean_pair_cosine_averages_the_off_diagonal():
     mha = MultiHeadAttention(8, 8, 8, 8, 4)
     cosines = subspace_cosines(mha, "q")

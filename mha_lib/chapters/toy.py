@@ -175,7 +175,8 @@ def evaluate(model: TinyAttentionModel, task: TwoLookupTask, tokens: Tensor, tar
         - tokens, targets: ``(batch_size, seq_len)``
     """
     was_training = model.training
-    predictions = model.eval()(tokens).argmax(dim=-1)  # (batch, seq_len, classes) -> (batch, seq_len)
+    with cpu_threads(1):  # a toy model: a second thread only waits
+        predictions = model.eval()(tokens).argmax(dim=-1)  # (batch, seq_len, classes) -> (batch, seq_len)
     model.train(was_training)
     keep = targets != IGNORE  # positions with something to predict
 
@@ -353,7 +354,8 @@ def attention_profile(model: TinyAttentionModel, task: TwoLookupTask, tokens: Te
         - output: two tensors ``(num_heads,)``
     """
     was_training = model.training
-    model.eval()(tokens)
+    with cpu_threads(1):
+        model.eval()(tokens)
     model.train(was_training)
     weights = model.attention.attention_weights  # (batch, heads, queries, kvpairs)
     queries = torch.arange(task.offset + 1, task.seq_len)
@@ -408,11 +410,18 @@ def head_subspace(mha: MultiHeadAttention, role: str, head: int) -> Tensor:
 def subspace_cosines(mha: MultiHeadAttention, role: str) -> Tensor:
     """Mean principal-angle cosine between every two heads' subspaces for ``role`` (see :func:`head_subspace`).
 
+    The same numbers as :func:`principal_cosines` pair by pair, computed for all pairs at once.
+
     Shape:
         - output: ``(num_heads, num_heads)``, 1 on the diagonal
     """
-    bases = [head_subspace(mha, role, head) for head in range(mha.num_heads)]
-    return torch.stack([torch.stack([principal_cosines(A, B).mean() for B in bases]) for A in bases])
+    bases = torch.stack([head_subspace(mha, role, head) for head in range(mha.num_heads)])  # (heads, dim, size)
+    with cpu_threads(1):
+        Q = torch.linalg.qr(bases.double())[0]  # (heads, dim, size), orthonormal columns per head
+        # (heads, 1, size, dim) @ (1, heads, dim, size) -> (heads, heads, size, size)
+        overlap = Q.unsqueeze(1).transpose(-2, -1) @ Q.unsqueeze(0)
+        cosines = torch.linalg.svdvals(overlap).clamp(max=1.0)  # (heads, heads, size)
+    return cosines.mean(dim=-1).to(bases.dtype)  # (heads, heads, size) -> (heads, heads)
 
 
 def mean_pair_cosine(mha: MultiHeadAttention, role: str) -> float:
@@ -439,11 +448,12 @@ def random_heads_cosines(dim: int, num_heads: int, head_dim: int, num_draws: int
     if head_dim > dim:
         raise ValueError(f"head_dim must be at most dim={dim} for a subspace of dim-space, got head_dim={head_dim}")
     gaussian = torch.randn(num_draws, num_heads, dim, head_dim, generator=generator, dtype=torch.float64)
-    Q = torch.linalg.qr(gaussian)[0]  # (draws, heads, dim, head_dim), orthonormal columns per head
     first, second = torch.triu_indices(num_heads, num_heads, offset=1)  # every pair i < j once
-    # (draws, pairs, head_dim, dim) @ (draws, pairs, dim, head_dim) -> (draws, pairs, head_dim, head_dim)
-    overlap = Q[:, first].transpose(-2, -1) @ Q[:, second]
-    cosines = torch.linalg.svdvals(overlap).clamp(max=1.0)  # (draws, pairs, head_dim)
+    with cpu_threads(1):
+        Q = torch.linalg.qr(gaussian)[0]  # (draws, heads, dim, head_dim), orthonormal columns per head
+        # (draws, pairs, head_dim, dim) @ (draws, pairs, dim, head_dim) -> (draws, pairs, head_dim, head_dim)
+        overlap = Q[:, first].transpose(-2, -1) @ Q[:, second]
+        cosines = torch.linalg.svdvals(overlap).clamp(max=1.0)  # (draws, pairs, head_dim)
     return cosines.mean(dim=(1, 2)).float()  # (draws, pairs, head_dim) -> (draws,)
 
 
