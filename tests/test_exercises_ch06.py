@@ -1,24 +1,17 @@
 """The exercise checkers of chapter 06: a correct solution is confirmed, and each typical wrong one gets ITS hint.
 
 The wrong solutions are written the way a reader would write them (not copied from mha_lib.exercises.ch06).
-Each expected hint is identified by a phrase that only that hint contains.
+Each expected hint is identified by a phrase that only that hint contains. ``run`` (a checker prints exactly
+one line) is the shared helper of tests/test_checks.py.
 """
 
 import pytest
 import torch
+from test_checks import run
 
 from mha_lib.chapters.toy import IGNORE, TwoLookupTask
 from mha_lib.exercises import ch06
 from mha_lib.exercises._engine import CORRECT, NOT_YET
-
-
-def run(capsys, checker, solution) -> str:
-    """Run a checker and return the one line it printed."""
-    assert checker(solution) is None
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1, f"a checker prints exactly one line, got:\n{out}"
-    return out.rstrip("\n")
-
 
 # ---- exercise 1: the targets of a hand-sized example --------------------------------------------------------------
 
