@@ -11,7 +11,8 @@ Dimension names (those of :mod:`mha_lib.functional`):
     seq_len      tokens per sequence
     num_hiddens  features of the embeddings and of the attention layer
     num_heads    attention heads
-    head_dim     features per head, num_hiddens // num_heads
+    head_dim     query/key features per head, num_hiddens // num_heads
+    v_head_dim   value features per head (what a head writes before W_o); head_dim unless the layer says otherwise
 """
 
 from __future__ import annotations
