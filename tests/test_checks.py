@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from mha_lib import masked_softmax, transpose_output, transpose_qkv
-from mha_lib.exercises import _engine, ch01, ch02, ch03, ch04, ch05, ch06
+from mha_lib.exercises import _engine, ch01, ch02, ch03, ch04, ch05
 from mha_lib.exercises._engine import CORRECT, NOT_YET
 
 
@@ -400,53 +400,7 @@ CHAPTER_05 = [
 ]
 
 
-# ---- chapter 06 ------------------------------------------------------------------------------------------------
-
-def ablate_right(concatenated, head, num_heads):
-    head_dim = concatenated.shape[-1] // num_heads
-    result = concatenated.clone()
-    result[..., head * head_dim:(head + 1) * head_dim] = 0
-    return result
-
-
-def ablate_in_place(concatenated, head, num_heads):
-    head_dim = concatenated.shape[-1] // num_heads
-    concatenated[..., head * head_dim:(head + 1) * head_dim] = 0
-    return concatenated
-
-
-def ablate_positions(concatenated, head, num_heads):
-    head_dim = concatenated.shape[-1] // num_heads
-    result = concatenated.clone()
-    result[:, head * head_dim:(head + 1) * head_dim, :] = 0
-    return result
-
-
-def ablate_num_heads_wide(concatenated, head, num_heads):
-    result = concatenated.clone()
-    result[..., head * num_heads:(head + 1) * num_heads] = 0
-    return result
-
-
-def keep_only_head(concatenated, head, num_heads):
-    head_dim = concatenated.shape[-1] // num_heads
-    result = torch.zeros_like(concatenated)
-    result[..., head * head_dim:(head + 1) * head_dim] = concatenated[..., head * head_dim:(head + 1) * head_dim]
-    return result
-
-
-CHAPTER_06 = [
-    (ch06.check_task_targets, [-100, 13, 43, 13, 53], "one step BACK"),
-    (ch06.check_task_targets, [-100, 33, 31, 34, 31], "the class is local * vocab_size + first"),
-    (ch06.check_task_targets, [33, 13, 43, 13, 53], "its target is IGNORE (-100)"),
-    (ch06.check_ablate_head, ablate_in_place, "changed its input in place"),
-    (ch06.check_ablate_head, ablate_positions, "a head owns FEATURES"),
-    (ch06.check_ablate_head, ablate_num_heads_wide, "not num_heads"),
-    (ch06.check_ablate_head, keep_only_head, "you kept only that head"),
-]
-
-
-# chapter 07: tests/test_exercises_ch07.py
+# chapter 06: tests/test_exercises_ch06.py; chapter 07: tests/test_exercises_ch07.py
 
 CORRECT_SOLUTIONS = [
     (ch01.check_strides, ((6, 1), (1, 6))),
@@ -472,9 +426,6 @@ CORRECT_SOLUTIONS = [
     (ch05.check_explorer_split_shape, torch.Size([18, 5, 8])),
     (ch05.check_mha_flops, flops_right),
     (ch05.check_score_memory_answer, 8 * 16 * 1024 * 1024 * 4),
-    (ch06.check_task_targets, [-100, 33, 13, 43, 13]),
-    (ch06.check_task_targets, torch.tensor([-100, 33, 13, 43, 13])),
-    (ch06.check_ablate_head, ablate_right),
 ]
 
 
@@ -489,7 +440,7 @@ def test_a_correct_solution_is_confirmed(capsys, case):
     assert run(capsys, checker, solution).startswith(CORRECT)
 
 
-@pytest.mark.parametrize("case", CHAPTER_01 + CHAPTER_02 + CHAPTER_03 + CHAPTER_04 + CHAPTER_05 + CHAPTER_06,
+@pytest.mark.parametrize("case", CHAPTER_01 + CHAPTER_02 + CHAPTER_03 + CHAPTER_04 + CHAPTER_05,
                          ids=_id)
 def test_each_typical_mistake_gets_its_hint(capsys, case):
     checker, solution, phrase = case

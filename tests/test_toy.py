@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mha_lib import MultiHeadAttention
+from mha_lib import GeneralMultiHeadAttention, MultiHeadAttention
 from mha_lib.chapters.toy import (
     IGNORE,
     TwoLookupTask,
@@ -16,11 +16,14 @@ from mha_lib.chapters.toy import (
     build_model,
     evaluate,
     head_subspace,
+    mean_pair_cosine,
     plot_ablation,
     plot_history,
+    plot_steps_to_reach,
+    plot_subspace_cosines,
     principal_cosines,
     print_progress,
-    random_subspace_cosines,
+    random_heads_cosines,
     subspace_cosines,
     train,
 )
@@ -272,14 +275,138 @@ def test_subspace_cosines_of_heads_on_disjoint_inputs():
     torch.testing.assert_close(cosines, torch.eye(2))
 
 
-def test_random_subspace_cosines_baseline():
+def test_random_heads_cosines_is_the_statistic_of_random_heads():
     generator = torch.Generator().manual_seed(0)
-    full = random_subspace_cosines(6, 6, 3, generator)
-    torch.testing.assert_close(full, torch.ones(3))  # two full-dimensional subspaces coincide
-    lines = random_subspace_cosines(200, 1, 50, generator)
-    assert lines.shape == (50,) and lines.mean() < 0.15  # random lines in 200-D are nearly orthogonal
-    with pytest.raises(ValueError, match="k must be at most"):
-        random_subspace_cosines(3, 4, 1, generator)
+    draws = random_heads_cosines(16, 8, 2, 200, generator)
+    assert draws.shape == (200,) and draws.dtype == torch.float32
+    # the same statistic, computed the slow way for random heads drawn from the same generator state
+    again = torch.Generator().manual_seed(0)
+    gaussian = torch.randn(200, 8, 16, 2, generator=again, dtype=torch.float64)
+    first = gaussian[0]
+    slow = torch.stack([principal_cosines(first[i], first[j]).mean() for i in range(8) for j in range(8) if i < j])
+    torch.testing.assert_close(draws[0], slow.mean().float())
+    assert not torch.equal(draws, random_heads_cosines(16, 8, 2, 200, generator))  # the generator moved on
+
+
+def test_a_mean_over_many_pairs_varies_less_than_one_pair():
+    one_pair = random_heads_cosines(16, 2, 2, 2000, torch.Generator().manual_seed(1))
+    eight_heads = random_heads_cosines(16, 8, 2, 2000, torch.Generator().manual_seed(1))
+    assert eight_heads.std() < 0.5 * one_pair.std()
+    assert abs(eight_heads.mean() - one_pair.mean()) < 0.02  # the same pair statistic on average
+
+
+def test_random_heads_cosines_edge_cases():
+    generator = torch.Generator().manual_seed(0)
+    torch.testing.assert_close(random_heads_cosines(6, 3, 6, 4, generator), torch.ones(4))  # full spaces coincide
+    assert random_heads_cosines(200, 2, 1, 50, generator).mean() < 0.15  # random lines in 200-D: nearly orthogonal
+    with pytest.raises(ValueError, match="head_dim must be at most"):
+        random_heads_cosines(3, 2, 4, 1, generator)
+    with pytest.raises(ValueError, match="num_heads must be at least 2"):
+        random_heads_cosines(3, 1, 1, 1, generator)
+
+
+@pytest.mark.parametrize("role", ["q", "k", "v", "o"])
+def test_subspace_cosines_agree_with_principal_cosines_pair_by_pair(role):
+    mha = GeneralMultiHeadAttention(6, 6, 6, 8, 3, qk_size=2, v_size=3)
+    cosines = subspace_cosines(mha, role)
+    assert cosines.shape == (3, 3)
+    for i in range(3):
+        for j in range(3):
+            A, B = head_subspace(mha, role, i), head_subspace(mha, role, j)
+            torch.testing.assert_close(cosines[i, j], principal_cosines(A, B).mean())
+
+
+def test_mean_pair_cosine_averages_the_off_diagonal():
+    mha = MultiHeadAttention(8, 8, 8, 8, 4)
+    cosines = subspace_cosines(mha, "q")
+    expected = (cosines.sum() - cosines.diagonal().sum()) / (4 * 3)
+    assert mean_pair_cosine(mha, "q") == pytest.approx(expected.item(), abs=1e-6)
+    with torch.no_grad():
+        mha.W_k.weight.copy_(torch.eye(8))  # four heads on four disjoint pairs of input features
+    assert mean_pair_cosine(mha, "k") == 0.0
+
+
+# --- heads whose values have another width (GeneralMultiHeadAttention) ---------------------------------------
+
+
+def general_mha() -> GeneralMultiHeadAttention:
+    # 3 heads, 2 query/key features and 5 value features per head: W_o reads 15 features
+    return GeneralMultiHeadAttention(6, 6, 6, 8, 3, qk_size=2, v_size=5, bias=True).eval()
+
+
+def test_head_subspace_of_a_general_layer_slices_by_the_right_width():
+    mha = general_mha()
+    assert mha.head_dim == 2 and mha.v_head_dim == 5
+    for role, shape in (("q", (6, 2)), ("k", (6, 2)), ("v", (6, 5)), ("o", (8, 5))):
+        assert head_subspace(mha, role, 2).shape == shape
+    assert torch.equal(head_subspace(mha, "k", 1), mha.W_k.weight[2:4].T)
+    assert torch.equal(head_subspace(mha, "v", 1), mha.W_v.weight[5:10].T)
+    assert torch.equal(head_subspace(mha, "o", 2), mha.W_o.weight[:, 10:15])
+    assert subspace_cosines(mha, "v").shape == (3, 3)
+
+
+def test_ablating_a_head_of_a_general_layer_zeroes_its_value_features():
+    mha = general_mha()
+    X = torch.randn(2, 4, 6)
+    seen = []
+    with ablate_heads(mha, [1]):
+        hook = mha.W_o.register_forward_pre_hook(lambda module, args: seen.append(args[0]))  # runs after ablate's
+        output = mha(X, X, X)
+        hook.remove()
+    concatenated = seen[0]  # what W_o read: (2, 4, 15)
+    assert concatenated.shape == (2, 4, 15)
+    assert torch.equal(concatenated[..., 5:10], torch.zeros(2, 4, 5))  # head 1 owns value features 5..9
+    assert (concatenated[..., :5] != 0).all() and (concatenated[..., 10:] != 0).all()
+    # the same as removing head 1's five columns of W_o
+    mha(X, X, X)
+    heads = mha.attention_weights @ mha.W_v(X).reshape(2, 4, 3, 5).transpose(1, 2)  # (2, 3, 4, 5)
+    kept = heads[:, 0] @ mha.W_o.weight[:, :5].T + heads[:, 2] @ mha.W_o.weight[:, 10:].T + mha.W_o.bias
+    torch.testing.assert_close(output, kept)
+
+
+# --- training with a stop and the multi-seed figures ------------------------------------------------------------
+
+
+def test_train_stops_at_the_first_evaluation_that_reaches_stop_at():
+    task, held_out = small_task_and_data()
+    full = train(build_model(task, 8, 2), task, held_out, steps=60, eval_every=10)
+    threshold = full.history[2][2]  # the accuracy of the third evaluation
+    assert threshold > full.history[0][2]  # (the run improves, so the threshold is not met at once)
+    stop = next(k for k, (_, _, acc) in enumerate(full.history) if acc >= threshold)
+    stopped = train(build_model(task, 8, 2), task, held_out, steps=60, eval_every=10, stop_at=threshold)
+    assert stopped.history == full.history[: stop + 1]
+    never = train(build_model(task, 8, 2), task, held_out, steps=60, eval_every=10, stop_at=1.0)
+    assert len(never.history) == 6 or never.final_accuracy == 1.0
+    with pytest.raises(ValueError, match="stop_at"):
+        train(build_model(task, 8, 2), task, held_out, stop_at=1.5)
+
+
+def test_plot_steps_to_reach_draws_one_line_per_seed_and_marks_misses():
+    steps = {0: {1: 175, 2: 75, 4: 100}, 1: {1: None, 2: 100, 4: 125}}
+    fig = plot_steps_to_reach(steps, limit=250)
+    (ax,) = fig.axes
+    lines = [line for line in ax.lines if line.get_label().startswith("seed")]
+    assert [line.get_label() for line in lines] == ["seed 0", "seed 1"]
+    assert list(lines[0].get_ydata()) == [175, 75, 100]
+    assert lines[1].get_ydata()[0] > 250  # the miss is drawn above the limit, not at a step count
+    assert ax.get_yticklabels()[-1].get_text() == "not in 250"
+    assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel() == "training steps"
+    with pytest.raises(ValueError, match="steps"):
+        plot_steps_to_reach({}, limit=250)
+
+
+def test_plot_subspace_cosines_draws_a_panel_per_head_count():
+    random = {2: torch.linspace(0.5, 0.7, 101), 4: torch.linspace(0.3, 0.5, 101)}
+    initial = {(h, role): [0.4, 0.45] for h in (2, 4) for role in "qkvo"}
+    trained = {(h, role): [0.6, 0.65] for h in (2, 4) for role in "qkvo"}
+    fig = plot_subspace_cosines(random, initial, trained)
+    left, right = fig.axes
+    assert [left.get_title(), right.get_title()] == ["2 heads", "4 heads"]
+    assert [t.get_text() for t in left.get_xticklabels()] == ["W_q", "W_k", "W_v", "W_o"]
+    (bar, *_) = left.patches  # the random range of W_q: the middle 90% of the draws
+    assert bar.get_y() == pytest.approx(0.51) and bar.get_y() + bar.get_height() == pytest.approx(0.69)
+    with pytest.raises(ValueError, match="random"):
+        plot_subspace_cosines({}, initial, trained)
 
 
 def test_plot_history_draws_one_line_per_result():

@@ -11,7 +11,8 @@ Dimension names (those of :mod:`mha_lib.functional`):
     seq_len      tokens per sequence
     num_hiddens  features of the embeddings and of the attention layer
     num_heads    attention heads
-    head_dim     features per head, num_hiddens // num_heads
+    head_dim     query/key features per head, num_hiddens // num_heads
+    v_head_dim   value features per head (what a head writes before W_o); head_dim unless the layer says otherwise
 """
 
 from __future__ import annotations
@@ -41,11 +42,14 @@ __all__ = [
     "build_model",
     "evaluate",
     "head_subspace",
+    "mean_pair_cosine",
     "plot_ablation",
     "plot_history",
+    "plot_steps_to_reach",
+    "plot_subspace_cosines",
     "principal_cosines",
     "print_progress",
-    "random_subspace_cosines",
+    "random_heads_cosines",
     "subspace_cosines",
     "train",
 ]
@@ -172,7 +176,8 @@ def evaluate(model: TinyAttentionModel, task: TwoLookupTask, tokens: Tensor, tar
         - tokens, targets: ``(batch_size, seq_len)``
     """
     was_training = model.training
-    predictions = model.eval()(tokens).argmax(dim=-1)  # (batch, seq_len, classes) -> (batch, seq_len)
+    with cpu_threads(1):  # a toy model: a second thread only waits
+        predictions = model.eval()(tokens).argmax(dim=-1)  # (batch, seq_len, classes) -> (batch, seq_len)
     model.train(was_training)
     keep = targets != IGNORE  # positions with something to predict
 
@@ -208,11 +213,13 @@ def train(
     seed: int = 0,
     eval_every: int = 25,
     callback: Callable[[int, float, float], None] | None = None,
+    stop_at: float | None = None,
 ) -> TrainResult:
     """Train ``model`` with Adam on fresh batches drawn from a generator seeded with ``seed``.
 
     Every ``eval_every`` steps (and after the last one) the pair accuracy on ``held_out = (tokens, targets)``
     is measured, recorded and passed with the step and the training loss to ``callback(step, loss, accuracy)``.
+    With ``stop_at``, training ends at the first evaluation whose accuracy is at least ``stop_at``.
     The same seed and the same model give the same result. Training runs on one CPU thread:
     the model is so small that more threads only wait for each other.
     """
@@ -220,6 +227,8 @@ def train(
         require_positive_int(name, value)
     if not lr > 0:
         raise ValueError(f"lr must be a positive learning rate, got {lr!r}")
+    if stop_at is not None and not 0 < stop_at <= 1:
+        raise ValueError(f"stop_at must be an accuracy in (0, 1] or None, got {stop_at!r}")
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     result = TrainResult()
@@ -238,6 +247,8 @@ def train(
                 result.history.append((step, loss.item(), accuracy))
                 if callback is not None:
                     callback(step, loss.item(), accuracy)
+                if stop_at is not None and accuracy >= stop_at:
+                    break
     model.eval()
     return result
 
@@ -344,7 +355,8 @@ def attention_profile(model: TinyAttentionModel, task: TwoLookupTask, tokens: Te
         - output: two tensors ``(num_heads,)``
     """
     was_training = model.training
-    model.eval()(tokens)
+    with cpu_threads(1):
+        model.eval()(tokens)
     model.train(was_training)
     weights = model.attention.attention_weights  # (batch, heads, queries, kvpairs)
     queries = torch.arange(task.offset + 1, task.seq_len)
@@ -399,27 +411,121 @@ def head_subspace(mha: MultiHeadAttention, role: str, head: int) -> Tensor:
 def subspace_cosines(mha: MultiHeadAttention, role: str) -> Tensor:
     """Mean principal-angle cosine between every two heads' subspaces for ``role`` (see :func:`head_subspace`).
 
+    The same numbers as :func:`principal_cosines` pair by pair, computed for all pairs at once.
+
     Shape:
         - output: ``(num_heads, num_heads)``, 1 on the diagonal
     """
-    bases = [head_subspace(mha, role, head) for head in range(mha.num_heads)]
-    return torch.stack([torch.stack([principal_cosines(A, B).mean() for B in bases]) for A in bases])
+    bases = torch.stack([head_subspace(mha, role, head) for head in range(mha.num_heads)])  # (heads, dim, size)
+    with cpu_threads(1):
+        Q = torch.linalg.qr(bases.double())[0]  # (heads, dim, size), orthonormal columns per head
+        # (heads, 1, size, dim) @ (1, heads, dim, size) -> (heads, heads, size, size)
+        overlap = Q.unsqueeze(1).transpose(-2, -1) @ Q.unsqueeze(0)
+        cosines = torch.linalg.svdvals(overlap).clamp(max=1.0)  # (heads, heads, size)
+    return cosines.mean(dim=-1).to(bases.dtype)  # (heads, heads, size) -> (heads, heads)
 
 
-def random_subspace_cosines(dim: int, k: int, num_pairs: int, generator: torch.Generator) -> Tensor:
-    """Mean principal-angle cosine of ``num_pairs`` pairs of random ``k``-dimensional subspaces of ``dim``-space.
+def mean_pair_cosine(mha: MultiHeadAttention, role: str) -> float:
+    """The mean of :func:`subspace_cosines` over all pairs of different heads: one number per layer and role."""
+    cosines = subspace_cosines(mha, role)  # (num_heads, num_heads)
+    different = ~torch.eye(mha.num_heads, dtype=torch.bool)  # the num_heads * (num_heads - 1) off-diagonal pairs
+    return cosines[different].mean().item()
 
-    The baseline for :func:`subspace_cosines`: Gaussian matrices span uniformly random subspaces.
+
+def random_heads_cosines(dim: int, num_heads: int, head_dim: int, num_draws: int, generator: torch.Generator) -> Tensor:
+    """The baseline for :func:`mean_pair_cosine`: the same statistic for ``num_heads`` random subspaces, drawn anew
+    ``num_draws`` times.
+
+    Each draw gives every head a uniformly random ``head_dim``-dimensional subspace of ``dim``-space (the span of a
+    Gaussian matrix) and averages the mean principal-angle cosine over all pairs of different heads.
 
     Shape:
-        - output: ``(num_pairs,)``
+        - output: ``(num_draws,)``
     """
-    for name, value in (("dim", dim), ("k", k), ("num_pairs", num_pairs)):
+    for name, value in (("dim", dim), ("num_heads", num_heads), ("head_dim", head_dim), ("num_draws", num_draws)):
         require_positive_int(name, value)
-    if k > dim:
-        raise ValueError(f"k must be at most dim={dim} for a subspace of dim-space, got k={k}")
-    pairs = [
-        principal_cosines(torch.randn(dim, k, generator=generator), torch.randn(dim, k, generator=generator)).mean()
-        for _ in range(num_pairs)
-    ]
-    return torch.stack(pairs)
+    if num_heads < 2:
+        raise ValueError(f"num_heads must be at least 2 to form a pair of heads, got {num_heads}")
+    if head_dim > dim:
+        raise ValueError(f"head_dim must be at most dim={dim} for a subspace of dim-space, got head_dim={head_dim}")
+    gaussian = torch.randn(num_draws, num_heads, dim, head_dim, generator=generator, dtype=torch.float64)
+    first, second = torch.triu_indices(num_heads, num_heads, offset=1)  # every pair i < j once
+    with cpu_threads(1):
+        Q = torch.linalg.qr(gaussian)[0]  # (draws, heads, dim, head_dim), orthonormal columns per head
+        # (draws, pairs, head_dim, dim) @ (draws, pairs, dim, head_dim) -> (draws, pairs, head_dim, head_dim)
+        overlap = Q[:, first].transpose(-2, -1) @ Q[:, second]
+        cosines = torch.linalg.svdvals(overlap).clamp(max=1.0)  # (draws, pairs, head_dim)
+    return cosines.mean(dim=(1, 2)).float()  # (draws, pairs, head_dim) -> (draws,)
+
+
+def plot_steps_to_reach(
+    steps: Mapping[int, Mapping[int, int | None]], limit: int, figsize: tuple[float, float] = (6.0, 3.2)
+) -> Figure:
+    """Steps to reach the accuracy threshold against the number of heads, one line per seed.
+
+    ``steps[seed][num_heads]`` is a step count, or None for a run that did not get there within ``limit`` steps;
+    such runs are drawn as crosses on a dashed line above ``limit``.
+    """
+    if not steps:
+        raise ValueError("steps must map at least one seed to {num_heads: steps}, got none")
+    require_positive_int("limit", limit)
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.subplots()
+    never = limit * 1.25
+    for seed, per_heads in steps.items():
+        heads = sorted(per_heads)
+        values = [never if per_heads[h] is None else per_heads[h] for h in heads]
+        (line,) = ax.plot(heads, values, marker="o", label=f"seed {seed}", alpha=0.8)
+        missed = [h for h in heads if per_heads[h] is None]
+        ax.plot(missed, [never] * len(missed), linestyle="none", marker="x", markersize=10, color=line.get_color())
+    ax.axhline(never, color="black", linestyle="--", linewidth=1)
+    ax.set_xscale("log", base=2)
+    all_heads = sorted({h for per_heads in steps.values() for h in per_heads})
+    ax.set_xticks(all_heads, [str(h) for h in all_heads])
+    ax.set_ylim(0, never * 1.08)
+    ticks = [tick for tick in ax.get_yticks() if 0 <= tick <= limit]
+    ax.set_yticks([*ticks, never], [f"{tick:g}" for tick in ticks] + [f"not in {limit}"])
+    ax.set_xlabel("num_heads (the same num_hiddens)")
+    ax.set_ylabel("training steps")
+    ax.set_title("Steps to reach the threshold, one line per seed")
+    ax.legend(loc="lower right", fontsize=8)
+    return fig
+
+
+def plot_subspace_cosines(
+    random: Mapping[int, Tensor],
+    initial: Mapping[tuple[int, str], Sequence[float]],
+    trained: Mapping[tuple[int, str], Sequence[float]],
+    figsize: tuple[float, float] = (9.0, 3.2),
+) -> Figure:
+    """One panel per number of heads: the random-heads range, and each seed's value at initialisation and trained.
+
+    ``random[num_heads]`` holds draws of :func:`random_heads_cosines`; ``initial[num_heads, role]`` and
+    ``trained[num_heads, role]`` hold one :func:`mean_pair_cosine` per seed, for the roles "q", "k", "v", "o".
+    The grey bar spans the middle 90% of the random draws, the black tick is their median.
+    """
+    if not random:
+        raise ValueError("random must map at least one num_heads to its random draws, got none")
+    fig = Figure(figsize=figsize, layout="constrained")
+    axes = fig.subplots(1, len(random), sharey=True, squeeze=False)[0]
+    roles = "qkvo"
+    for ax, (num_heads, draws) in zip(axes, random.items(), strict=True):
+        low, median, high = (draws.quantile(q).item() for q in (0.05, 0.5, 0.95))
+        for x, role in enumerate(roles):
+            ax.bar(x, high - low, bottom=low, width=0.6, color="0.85", label="random heads, 90%" if x == 0 else None)
+            ax.hlines(median, x - 0.3, x + 0.3, color="black", linewidth=1)
+            before, after = initial[num_heads, role], trained[num_heads, role]
+            offsets = torch.linspace(-0.2, 0.2, len(after)).tolist()
+            for dx, b, a in zip(offsets, before, after, strict=True):
+                ax.plot([x + dx, x + dx], [b, a], color="tab:blue", linewidth=0.8, alpha=0.6)
+            ax.plot([x + dx for dx in offsets], before, "o", markerfacecolor="white", color="tab:blue",
+                    markersize=4, label="at initialisation" if x == 0 else None)
+            ax.plot([x + dx for dx in offsets], after, "o", color="tab:blue", markersize=4,
+                    label="trained" if x == 0 else None)
+        ax.set_xticks(range(len(roles)), [f"W_{role}" for role in roles])
+        ax.set_title(f"{num_heads} heads")
+        ax.set_xlabel("projection")
+    axes[0].set_ylabel("mean cosine over pairs of heads")
+    axes[-1].legend(loc="upper right", fontsize=8)
+    fig.suptitle("How alike are the heads' subspaces? (one dot per seed)")
+    return fig

@@ -10,21 +10,37 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..chapters.toy import IGNORE
 from ._engine import check_answer, check_function
 
 __all__ = ['check_ablate_head', 'check_task_targets']
 
 
+def _one_row(answer: Any) -> Any:
+    """The row of a one-sequence batch, as ``task.targets(torch.tensor([[...]]))`` prints it; anything else as is."""
+    if isinstance(answer, Tensor) and answer.dim() == 2 and answer.shape[0] == 1:
+        return answer[0]
+    if isinstance(answer, (list, tuple)) and len(answer) == 1 and isinstance(answer[0], (list, tuple, Tensor)):
+        return answer[0]
+    return answer
+
+
 def check_task_targets(answer: Any) -> None:
-    """Exercise: targets of ``TwoLookupTask(vocab_size=10, seq_len=5)`` for the tokens ``[3, 1, 4, 1, 5]``."""
-    check_answer(answer, (-100, 33, 13, 43, 13), name="the targets", hints={
-        (-100, 13, 43, 13, 53): "the local part is the token one step BACK, x[t-1], not the token at t itself.",
-        (-100, 33, 31, 34, 31): "the class is local * vocab_size + first, so the local token is the tens digit "
-                                "here: position 1 has local 3 and first 3, class 33; position 2 has local 1, "
-                                "class 1 * 10 + 3.",
-        (33, 13, 43, 13, 53): "position 0 has no token one step back, so its target is IGNORE (-100).",
-        (3, 33, 13, 43, 13): "position 0 has no token one step back, so its target is IGNORE (-100), not a class.",
-    }, success="IGNORE at position 0, then x[t-1] * 10 + x[0] at every position t.")
+    """Exercise: targets of ``TwoLookupTask(vocab_size=10, seq_len=5)`` for the tokens ``[3, 1, 4, 1, 5]``.
+
+    The answer may be one row of five numbers or the ``(1, 5)`` tensor that ``task.targets`` returns.
+    """
+    ignore = f"IGNORE ({IGNORE})"
+    check_answer(_one_row(answer), (IGNORE, 33, 13, 43, 13), name="the targets", hints={
+        (IGNORE, 13, 43, 13, 53): "the local part is the token one step BACK, x[t-1], not the token at t itself.",
+        (IGNORE, 33, 31, 34, 31): "the class is local * vocab_size + first, so the local token is the tens digit "
+                                  "here: position 1 has local 3 and first 3, class 33; position 2 has local 1, "
+                                  "class 1 * 10 + 3.",
+        (-1, 33, 13, 43, 13): f"IGNORE is {IGNORE}, not -1 (the same number as the default ignore_index of "
+                              f"F.cross_entropy). The other four targets are right.",
+        (33, 13, 43, 13, 53): f"position 0 has no token one step back, so its target is {ignore}.",
+        (3, 33, 13, 43, 13): f"position 0 has no token one step back, so its target is {ignore}, not a class.",
+    }, success=f"{ignore} at position 0, then x[t-1] * 10 + x[0] at every position t.")
 
 
 def _ablate_right(concatenated: Tensor, head: int, num_heads: int) -> Tensor:
