@@ -13,6 +13,7 @@ from mha_lib.chapters.kv_cache import (
     MultiHeadLatentAttention,
     attend_with_cache,
     cache_curves,
+    conversion_error,
     decode_flops,
     dtype_bytes,
     generate,
@@ -22,6 +23,7 @@ from mha_lib.chapters.kv_cache import (
     mla_cache_bytes,
     model_table,
     plot_cache_bytes,
+    plot_head_sharing,
 )
 
 TIGHT = {"rtol": 1e-10, "atol": 1e-12}
@@ -194,3 +196,21 @@ def test_model_table_uses_each_config():
     assert rows["Llama 2 7B"][1:6] == ("MHA", 32, 32, 32, 128) and rows["Llama 2 7B"][6] == "524,288"
     assert rows["Llama 2 70B"][1] == "GQA" and rows["Falcon 7B"][1] == "MQA" and rows["Falcon 7B"][5] == 64
     assert rows["DeepSeek-V3"][6] == f"{61 * 576 * 2:,}"
+
+
+def test_head_sharing_figure_draws_one_line_per_query_head():
+    fig = plot_head_sharing(8, [8, 2, 1])
+    assert len(fig.axes) == 3
+    assert [len(ax.lines) for ax in fig.axes] == [8, 8, 8]
+    # in the GQA panel, query heads 0-3 end at kv head 0's position, 4-7 at kv head 1's
+    ends = [line.get_xdata()[1] for line in fig.axes[1].lines]
+    assert len(set(ends[:4])) == 1 and len(set(ends[4:])) == 1 and ends[0] != ends[4]
+
+
+def test_conversion_error_is_zero_without_pooling_and_positive_with_it():
+    from mha_lib import MultiHeadAttention
+
+    mha = MultiHeadAttention(16, 16, 16, 16, 4).double()
+    x = torch.randn(2, 5, 16, dtype=torch.float64)
+    assert conversion_error(mha, 4, x) < 1e-14
+    assert conversion_error(mha, 1, x) > 0.01

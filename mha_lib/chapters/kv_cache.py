@@ -21,8 +21,9 @@ from torch import Tensor, nn
 
 from .._validation import require_features, require_layer_dtype, require_positive_int, require_tensor
 from ..functional import dot_product_attention
-from ..grouped import GroupedQueryAttention
+from ..grouped import GroupedQueryAttention, kv_head_of, mha_to_gqa
 from ..masks import attention_mask
+from ..modules import MultiHeadAttention
 from .explorer import figure_to_svg
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "KVCache",
     "MultiHeadLatentAttention",
     "attend_with_cache",
+    "conversion_error",
     "cache_curves",
     "decode_flops",
     "dtype_bytes",
@@ -40,7 +42,49 @@ __all__ = [
     "mla_cache_bytes",
     "model_table",
     "plot_cache_bytes",
+    "plot_head_sharing",
 ]
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Sharing key-value heads
+
+
+def plot_head_sharing(num_heads: int, kv_head_counts: Sequence[int]) -> Figure:
+    """One panel per number of key-value heads: a line from every query head to the key-value head it reads."""
+    fig = Figure(figsize=(3.2 * len(kv_head_counts), 2.6))
+    axes = fig.subplots(1, len(kv_head_counts), squeeze=False)[0]
+    for ax, num_kv_heads in zip(axes, kv_head_counts, strict=True):
+        kv_x = [(k + 0.5) * num_heads / num_kv_heads - 0.5 for k in range(num_kv_heads)]  # centred under the group
+        for head in range(num_heads):
+            kv = kv_head_of(head, num_heads, num_kv_heads)
+            ax.plot([head, kv_x[kv]], [1, 0], color=f"C{kv % 10}", linewidth=1.5)
+        ax.scatter(range(num_heads), [1] * num_heads, s=120, color="white", edgecolor="black", zorder=3)
+        ax.scatter(kv_x, [0] * num_kv_heads, s=220, marker="s", color=[f"C{k % 10}" for k in range(num_kv_heads)],
+                   edgecolor="black", zorder=3)
+        kind = "MHA" if num_kv_heads == num_heads else ("MQA" if num_kv_heads == 1 else "GQA")
+        ax.set_title(f"{kind}: {num_heads} query heads, {num_kv_heads} kv head{'s' * (num_kv_heads > 1)}",
+                     fontsize="medium")
+        ax.set_yticks([0, 1], ["key-value\nheads", "query\nheads"])
+        for head in range(num_heads):
+            ax.text(head, 1.2, str(head), ha="center", fontsize="small")
+        for kv, x in enumerate(kv_x):
+            ax.text(x, -0.32, str(kv), ha="center", fontsize="small")
+        ax.set_xticks([])
+        ax.set_ylim(-0.45, 1.4)
+        ax.set_xlim(-0.7, num_heads - 0.3)
+        for side in ("top", "right", "left", "bottom"):
+            ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    return fig
+
+
+def conversion_error(mha: MultiHeadAttention, num_kv_heads: int, x: Tensor) -> float:
+    """Relative change of the output, ``||gqa(x) - mha(x)|| / ||mha(x)||``, when ``mha`` is mean-pooled to GQA."""
+    with torch.no_grad():
+        reference = mha(x, x, x, causal=True)
+        converted = mha_to_gqa(mha, num_kv_heads)(x, x, x, causal=True)
+    return ((converted - reference).norm() / reference.norm()).item()
+
 
 # ---------------------------------------------------------------------------------------------------------------------
 # The KV cache
