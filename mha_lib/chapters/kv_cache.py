@@ -462,7 +462,7 @@ MODELS: list[dict] = [
      "num_key_value_heads": 1, "source": "https://huggingface.co/tiiuae/falcon-7b/blob/main/config.json"},
     # MLA: the cache holds kv_lora_rank latent features plus one shared rotary key of qk_rope_head_dim per token.
     {"model": "DeepSeek-V3", "num_hidden_layers": 61, "hidden_size": 7168, "num_attention_heads": 128,
-     "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+     "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
      "source": "https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json"},
 ]
 
