@@ -59,6 +59,11 @@ def repeat_kv_heads(X: Tensor, num_groups: int) -> Tensor:
     """
     require_tensor("X", X, 4, "(batch_size, num_kv_heads, num_kvpairs, head_dim)", floating=False)
     require_positive_int("num_groups", num_groups)
+    return _repeat_kv_heads(X, num_groups)
+
+
+def _repeat_kv_heads(X: Tensor, num_groups: int) -> Tensor:
+    """:func:`repeat_kv_heads` without the argument checks, for callers that made them already."""
     return X.repeat_interleave(num_groups, dim=1)  # (b, g, n, d) -> (b, g*r, n, d)
 
 
@@ -166,7 +171,7 @@ class GroupedQueryAttention(nn.Module):
             return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p,
                                                   enable_gqa=True)
         # (batch, kv_heads, kvpairs, head_dim) -> (batch, heads, kvpairs, head_dim): one copy per query head
-        keys, values = repeat_kv_heads(keys, self.num_groups), repeat_kv_heads(values, self.num_groups)
+        keys, values = _repeat_kv_heads(keys, self.num_groups), _repeat_kv_heads(values, self.num_groups)
         output, self.attention_weights = dot_product_attention(queries, keys, values, mask, dropout_p)
         return output
 
