@@ -7,6 +7,7 @@ chapters' helpers and ``exercises`` the self-checking exercises.
 """
 
 from .functional import dot_product_attention, masked_softmax, transpose_output, transpose_qkv
+from .grouped import GroupedQueryAttention, kv_head_of, mha_to_gqa, repeat_kv_heads
 from .masks import attention_mask, causal_mask, sequence_mask
 from .modules import AdditiveAttention, DotProductAttention, GeneralMultiHeadAttention, MultiHeadAttention
 from .plotting import show_heatmaps
@@ -18,6 +19,7 @@ __all__ = [
     "AdditiveAttention",
     "DotProductAttention",
     "GeneralMultiHeadAttention",
+    "GroupedQueryAttention",
     "MultiHeadAttention",
     "attention_mask",
     "causal_mask",
@@ -25,6 +27,9 @@ __all__ = [
     "masked_softmax",
     "pick_device",
     "dot_product_attention",
+    "kv_head_of",
+    "mha_to_gqa",
+    "repeat_kv_heads",
     "sequence_mask",
     "set_seed",
     "show_heatmaps",

@@ -1,0 +1,487 @@
+"""Chapter 09's helpers: a KV cache and token-by-token generation, multi-head latent attention (MLA),
+and the KV-cache memory calculator with its widget.
+
+Dimension names as in :mod:`mha_lib.grouped`; in addition
+
+    context_len   tokens whose keys and values the cache holds
+    num_layers    attention layers of a model, each with its own cache
+    kv_lora_rank  size of MLA's latent vector per token (DeepSeek-V2's d_c)
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+
+import ipywidgets as widgets
+import torch
+from matplotlib.figure import Figure
+from torch import Tensor, nn
+
+from .._validation import require_features, require_layer_dtype, require_positive_int, require_tensor
+from ..functional import dot_product_attention
+from ..grouped import GroupedQueryAttention, kv_head_of, mha_to_gqa
+from ..masks import attention_mask
+from ..modules import MultiHeadAttention
+from .explorer import figure_to_svg
+
+__all__ = [
+    "MODELS",
+    "KVCache",
+    "MultiHeadLatentAttention",
+    "attend_with_cache",
+    "conversion_error",
+    "cache_curves",
+    "decode_flops",
+    "dtype_bytes",
+    "generate",
+    "kv_cache_bytes",
+    "memory_calculator",
+    "memory_summary",
+    "mla_cache_bytes",
+    "model_table",
+    "plot_cache_bytes",
+    "plot_head_sharing",
+]
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Sharing key-value heads
+
+
+def plot_head_sharing(num_heads: int, kv_head_counts: Sequence[int]) -> Figure:
+    """One panel per number of key-value heads: a line from every query head to the key-value head it reads."""
+    fig = Figure(figsize=(3.2 * len(kv_head_counts), 2.6))
+    axes = fig.subplots(1, len(kv_head_counts), squeeze=False)[0]
+    for ax, num_kv_heads in zip(axes, kv_head_counts, strict=True):
+        kv_x = [(k + 0.5) * num_heads / num_kv_heads - 0.5 for k in range(num_kv_heads)]  # centred under the group
+        for head in range(num_heads):
+            kv = kv_head_of(head, num_heads, num_kv_heads)
+            ax.plot([head, kv_x[kv]], [1, 0], color=f"C{kv % 10}", linewidth=1.5)
+        ax.scatter(range(num_heads), [1] * num_heads, s=120, color="white", edgecolor="black", zorder=3)
+        ax.scatter(kv_x, [0] * num_kv_heads, s=220, marker="s", color=[f"C{k % 10}" for k in range(num_kv_heads)],
+                   edgecolor="black", zorder=3)
+        kind = "MHA" if num_kv_heads == num_heads else ("MQA" if num_kv_heads == 1 else "GQA")
+        ax.set_title(f"{kind}: {num_heads} query heads, {num_kv_heads} kv head{'s' * (num_kv_heads > 1)}",
+                     fontsize="medium")
+        ax.set_yticks([0, 1], ["key-value\nheads", "query\nheads"])
+        for head in range(num_heads):
+            ax.text(head, 1.2, str(head), ha="center", fontsize="small")
+        for kv, x in enumerate(kv_x):
+            ax.text(x, -0.32, str(kv), ha="center", fontsize="small")
+        ax.set_xticks([])
+        ax.set_ylim(-0.45, 1.4)
+        ax.set_xlim(-0.7, num_heads - 0.3)
+        for side in ("top", "right", "left", "bottom"):
+            ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    return fig
+
+
+def conversion_error(mha: MultiHeadAttention, num_kv_heads: int, x: Tensor) -> float:
+    """Relative change of the output, ``||gqa(x) - mha(x)|| / ||mha(x)||``, when ``mha`` is mean-pooled to GQA."""
+    with torch.no_grad():
+        reference = mha(x, x, x, causal=True)
+        converted = mha_to_gqa(mha, num_kv_heads)(x, x, x, causal=True)
+    return ((converted - reference).norm() / reference.norm()).item()
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The KV cache
+
+
+class KVCache:
+    """The keys and values of the tokens seen so far, for one layer, in memory reserved for ``max_len`` tokens.
+
+    Shape:
+        - keys, values (each): ``(batch_size, num_kv_heads, len(cache), head_dim)``
+    """
+
+    def __init__(self, batch_size: int, num_kv_heads: int, head_dim: int, max_len: int, *,
+                 dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> None:
+        for name, size in (("batch_size", batch_size), ("num_kv_heads", num_kv_heads), ("head_dim", head_dim),
+                           ("max_len", max_len)):
+            require_positive_int(name, size)
+        # Reserved once: appending writes into it, nothing is copied as the cache grows.
+        self._keys = torch.zeros(batch_size, num_kv_heads, max_len, head_dim, dtype=dtype, device=device)
+        self._values = torch.zeros_like(self._keys)
+        self.length = 0
+
+    def __len__(self) -> int:
+        return self.length
+
+    @property
+    def keys(self) -> Tensor:
+        return self._keys[:, :, :self.length]  # a view of the filled part
+
+    @property
+    def values(self) -> Tensor:
+        return self._values[:, :, :self.length]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the keys and values held (the filled part)."""
+        return (self.keys.numel() + self.values.numel()) * self._keys.element_size()
+
+    def append(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
+        """Store the keys and values of new tokens; return those of every token so far.
+
+        Shape:
+            - keys, values: ``(batch_size, num_kv_heads, num_new, head_dim)``
+            - returned: ``(batch_size, num_kv_heads, len(cache), head_dim)`` each
+        """
+        batch_size, num_kv_heads, max_len, head_dim = self._keys.shape
+        layout = "(batch_size, num_kv_heads, num_new, head_dim)"
+        for name, x in (("keys", keys), ("values", values)):
+            require_tensor(name, x, 4, layout)
+            if (x.shape[0], x.shape[1], x.shape[3]) != (batch_size, num_kv_heads, head_dim):
+                raise ValueError(
+                    f"{name} must have shape {layout} = ({batch_size}, {num_kv_heads}, num_new, {head_dim}) to "
+                    f"fit this cache, got {tuple(x.shape)}")
+            if x.dtype != self._keys.dtype:
+                raise TypeError(f"{name} has dtype {x.dtype} but the cache holds {self._keys.dtype}")
+        if keys.shape[2] != values.shape[2]:
+            raise ValueError(f"keys and values must hold the same number of new tokens, "
+                             f"got {keys.shape[2]} and {values.shape[2]}")
+        end = self.length + keys.shape[2]
+        if end > max_len:
+            raise ValueError(f"the cache holds at most max_len={max_len} tokens; it has {self.length}, "
+                             f"and {keys.shape[2]} more do not fit")
+        self._keys[:, :, self.length:end] = keys  # writes into the reserved memory
+        self._values[:, :, self.length:end] = values
+        self.length = end
+        return self.keys, self.values
+
+
+def attend_with_cache(layer: GroupedQueryAttention, x: Tensor, cache: KVCache) -> Tensor:
+    """Causal self-attention of new tokens over the cached ones and themselves; their keys and values join the cache.
+
+    Only the new tokens are projected: the keys and values of the earlier ones come from the cache.
+
+    Shape:
+        - x: ``(batch_size, num_new, query_size)``
+        - output: ``(batch_size, num_new, num_hiddens)``
+    """
+    if not isinstance(layer, GroupedQueryAttention):
+        raise TypeError(f"layer must be a mha_lib.GroupedQueryAttention, got {type(layer).__name__}")
+    if not isinstance(cache, KVCache):
+        raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
+    require_tensor("x", x, 3, "(batch_size, num_new, query_size)")
+    for name in ("W_q", "W_k", "W_v"):
+        require_features("x", x, getattr(layer, name).in_features, f"{name}.in_features")
+    require_layer_dtype("x", x, layer.W_q.weight)
+    num_new, past = x.shape[1], len(cache)
+    heads, kv_heads, head_dim = layer.num_heads, layer.num_kv_heads, layer.head_dim
+    queries = layer.W_q(x).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, new, head_dim)
+    keys = layer.W_k(x).unflatten(-1, (kv_heads, head_dim)).transpose(1, 2)  # -> (batch, kv_heads, new, head_dim)
+    values = layer.W_v(x).unflatten(-1, (kv_heads, head_dim)).transpose(1, 2)
+    keys, values = cache.append(keys, values)  # -> (batch, kv_heads, past + new, head_dim)
+    # New token i sits at position past + i and may see positions 0 .. past + i (a causal mask shifted right).
+    mask = torch.ones(num_new, past + num_new, dtype=torch.bool, device=x.device).tril(diagonal=past)
+    output = layer.attend(queries, keys, values, mask)  # (batch, heads, new, head_dim)
+    return layer.W_o(output.transpose(1, 2).flatten(2))  # -> (batch, new, num_hiddens)
+
+
+def generate(layer: GroupedQueryAttention, prompt: Tensor, num_new_tokens: int, *, use_cache: bool = True) -> Tensor:
+    """Extend ``prompt`` token by token: each new token is the layer's causal output at the last position.
+
+    With ``use_cache`` the prompt is read once (filling the cache) and every later step projects only
+    the newest token; without it every step runs the layer over the whole sequence so far.
+
+    Shape:
+        - prompt: ``(batch_size, prompt_len, num_hiddens)``
+        - output: ``(batch_size, prompt_len + num_new_tokens, num_hiddens)``
+    """
+    if not isinstance(layer, GroupedQueryAttention):
+        raise TypeError(f"layer must be a mha_lib.GroupedQueryAttention, got {type(layer).__name__}")
+    num_hiddens = layer.W_o.out_features
+    sizes = (layer.W_q.in_features, layer.W_k.in_features, layer.W_v.in_features)
+    if sizes != (num_hiddens,) * 3:
+        raise ValueError(f"generate feeds each output back in, so query_size, key_size and value_size must equal "
+                         f"num_hiddens={num_hiddens}, got {sizes}")
+    require_tensor("prompt", prompt, 3, "(batch_size, prompt_len, num_hiddens)")
+    require_features("prompt", prompt, num_hiddens, "num_hiddens")
+    require_positive_int("num_new_tokens", num_new_tokens)
+    sequence = prompt
+    if use_cache:
+        cache = KVCache(prompt.shape[0], layer.num_kv_heads, layer.head_dim, prompt.shape[1] + num_new_tokens,
+                        dtype=prompt.dtype, device=prompt.device)
+        newest = prompt  # the first step reads the whole prompt (the "prefill")
+        for _ in range(num_new_tokens):
+            newest = attend_with_cache(layer, newest, cache)[:, -1:]  # (batch, 1, num_hiddens)
+            sequence = torch.cat([sequence, newest], dim=1)
+    else:
+        for _ in range(num_new_tokens):
+            newest = layer(sequence, sequence, sequence, causal=True)[:, -1:]  # recomputes every position
+            sequence = torch.cat([sequence, newest], dim=1)
+    return sequence
+
+
+def decode_flops(batch_size: int, context_len: int, num_hiddens: int, num_heads: int, num_kv_heads: int, *,
+                 use_cache: bool) -> dict[str, int]:
+    """FLOPs (a multiply-add counts 2) of the step that produces the output at position ``context_len - 1``.
+
+    With the cache only the newest token is projected and its one query meets ``context_len`` keys;
+    without it the layer projects all ``context_len`` tokens again and builds the whole
+    ``context_len x context_len`` score matrix (the causal mask hides half of it, but it is computed).
+    """
+    for name, value in (("batch_size", batch_size), ("context_len", context_len), ("num_hiddens", num_hiddens),
+                        ("num_heads", num_heads), ("num_kv_heads", num_kv_heads)):
+        require_positive_int(name, value)
+    head_dim = num_hiddens // num_heads
+    tokens = 1 if use_cache else context_len  # tokens projected and queries asked in this step
+    kv_features = num_kv_heads * head_dim
+    return {
+        "projections": 2 * batch_size * tokens * num_hiddens * (num_hiddens + 2 * kv_features),  # W_q, W_k, W_v
+        "scores": 2 * batch_size * num_heads * tokens * context_len * head_dim,
+        "weights @ values": 2 * batch_size * num_heads * tokens * context_len * head_dim,
+        "output projection": 2 * batch_size * tokens * num_hiddens * num_hiddens,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Multi-head latent attention
+
+
+class MultiHeadLatentAttention(nn.Module):
+    """Self-attention whose keys and values are read from one small latent vector per token (DeepSeek-V2's MLA).
+
+    ``W_dkv`` compresses each token to ``kv_lora_rank`` features; ``W_uk`` and ``W_uv``
+    expand that latent into every head's key and value. Only the latent needs caching. The
+    decoupled rotary part of DeepSeek-V2 and its compressed queries are left out.
+    ``forward(x, absorbed=True)`` computes the same output without ever forming keys or values:
+    ``W_uk`` is folded into the query side and ``W_uv`` into ``W_o``.
+
+    Shape:
+        - x: ``(batch_size, seq_len, num_hiddens)``
+        - output: ``(batch_size, seq_len, num_hiddens)``
+    """
+
+    def __init__(self, num_hiddens: int, num_heads: int, head_dim: int, kv_lora_rank: int) -> None:
+        super().__init__()
+        for name, size in (("num_hiddens", num_hiddens), ("num_heads", num_heads), ("head_dim", head_dim),
+                           ("kv_lora_rank", kv_lora_rank)):
+            require_positive_int(name, size)
+        self.num_heads, self.head_dim, self.kv_lora_rank = num_heads, head_dim, kv_lora_rank
+        self.W_q = nn.Linear(num_hiddens, num_heads * head_dim, bias=False)
+        self.W_dkv = nn.Linear(num_hiddens, kv_lora_rank, bias=False)  # down: token -> latent (cached)
+        self.W_uk = nn.Linear(kv_lora_rank, num_heads * head_dim, bias=False)  # up: latent -> keys of all heads
+        self.W_uv = nn.Linear(kv_lora_rank, num_heads * head_dim, bias=False)  # up: latent -> values of all heads
+        self.W_o = nn.Linear(num_heads * head_dim, num_hiddens, bias=False)
+
+    def forward(self, x: Tensor, valid_lens: Tensor | None = None, *, causal: bool = False,
+                absorbed: bool = False) -> Tensor:
+        require_tensor("x", x, 3, "(batch_size, seq_len, num_hiddens)")
+        require_features("x", x, self.W_q.in_features, "num_hiddens")
+        require_layer_dtype("x", x, self.W_q.weight)
+        batch_size, seq_len, _ = x.shape
+        mask = attention_mask(batch_size, seq_len, seq_len, valid_lens, causal=causal, device=x.device)
+        if mask is not None:
+            mask = mask.unsqueeze(1)  # (batch or 1, queries or 1, kvpairs) -> (..., 1, ...): one mask for all heads
+        latent = self.W_dkv(x)  # (batch, seq, num_hiddens) -> (batch, seq, kv_lora_rank): all that is cached
+        return self._absorbed(x, latent, mask) if absorbed else self._explicit(x, latent, mask)
+
+    def _explicit(self, x: Tensor, latent: Tensor, mask: Tensor | None) -> Tensor:
+        """Expand the latent into keys and values, then ordinary multi-head attention."""
+        heads, head_dim = self.num_heads, self.head_dim
+        queries = self.W_q(x).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, seq, head_dim)
+        keys = self.W_uk(latent).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, seq, head_dim)
+        values = self.W_uv(latent).unflatten(-1, (heads, head_dim)).transpose(1, 2)
+        output, _ = dot_product_attention(queries, keys, values, mask)  # (batch, heads, seq, head_dim)
+        return self.W_o(output.transpose(1, 2).flatten(2))  # -> (batch, seq, num_hiddens)
+
+    def absorbed_weights(self) -> tuple[Tensor, Tensor]:
+        """The folded matrices: per head ``W_uk_h^T W_q_h`` (query side) and ``W_o_h W_uv_h`` (output side).
+
+        Shape:
+            - query side: ``(num_heads, kv_lora_rank, num_hiddens)``
+            - output side: ``(num_hiddens, num_heads, kv_lora_rank)``
+        """
+        heads, head_dim = self.num_heads, self.head_dim
+        W_q = self.W_q.weight.unflatten(0, (heads, head_dim))  # (heads*head_dim, hiddens) -> (heads, head_dim, hiddens)
+        W_uk = self.W_uk.weight.unflatten(0, (heads, head_dim))  # -> (heads, head_dim, kv_lora_rank)
+        W_uv = self.W_uv.weight.unflatten(0, (heads, head_dim))  # -> (heads, head_dim, kv_lora_rank)
+        W_o = self.W_o.weight.unflatten(1, (heads, head_dim))  # (hiddens, heads*head_dim) -> (hiddens, heads, head_dim)
+        query_side = W_uk.transpose(1, 2) @ W_q  # (h, rank, head_dim) @ (h, head_dim, hiddens) -> (h, rank, hiddens)
+        output_side = torch.einsum("ohd,hdr->ohr", W_o, W_uv)  # -> (hiddens, heads, kv_lora_rank)
+        return query_side, output_side
+
+    def _absorbed(self, x: Tensor, latent: Tensor, mask: Tensor | None) -> Tensor:
+        """Attend to the latent itself: it is the one shared key and the one shared value of every head."""
+        query_side, output_side = self.absorbed_weights()
+        # q_h . k_h = (W_q_h x) . (W_uk_h c) = (W_uk_h^T W_q_h x) . c: a query that lives in the latent space.
+        queries = torch.einsum("hrm,bnm->bhnr", query_side, x)  # (batch, seq, hiddens) -> (batch, heads, seq, rank)
+        # dot_product_attention divides by sqrt(kv_lora_rank); the explicit layer divides by sqrt(head_dim).
+        queries = queries * math.sqrt(self.kv_lora_rank / self.head_dim)
+        # (batch, seq, rank) -> (batch, heads, seq, rank): one latent shared by all heads (expand is a view, no copy)
+        latent = latent.unsqueeze(1).expand(-1, self.num_heads, -1, -1)
+        mixed, _ = dot_product_attention(queries, latent, latent, mask)  # (batch, heads, seq, rank)
+        # W_o_h (W_uv_h (weights @ c)) = (W_o_h W_uv_h) (weights @ c): the value up-projection joins W_o.
+        return torch.einsum("ohr,bhnr->bno", output_side, mixed)  # -> (batch, seq, num_hiddens)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The memory calculator
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
+          "float8_e4m3fn": torch.float8_e4m3fn}
+
+
+def dtype_bytes(dtype: torch.dtype | str) -> int:
+    """Bytes per element of ``dtype`` (a torch.dtype or its name, e.g. ``"bfloat16"``)."""
+    if isinstance(dtype, str):
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {list(DTYPES)} or a torch.dtype, got {dtype!r}")
+        dtype = DTYPES[dtype]
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype or its name, got {type(dtype).__name__}")
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def kv_cache_bytes(num_layers: int, num_kv_heads: int, head_dim: int, context_len: int, batch_size: int = 1,
+                   dtype: torch.dtype | str = torch.float16) -> int:
+    """Bytes of the keys and values of ``context_len`` tokens: ``2 * layers * kv_heads * head_dim * tokens * batch``."""
+    for name, value in (("num_layers", num_layers), ("num_kv_heads", num_kv_heads), ("head_dim", head_dim),
+                        ("context_len", context_len), ("batch_size", batch_size)):
+        require_positive_int(name, value)
+    keys_and_values = 2
+    return keys_and_values * num_layers * num_kv_heads * head_dim * context_len * batch_size * dtype_bytes(dtype)
+
+
+def mla_cache_bytes(num_layers: int, kv_lora_rank: int, context_len: int, batch_size: int = 1,
+                    dtype: torch.dtype | str = torch.float16, rope_head_dim: int = 0) -> int:
+    """Bytes of MLA's cache: one latent of ``kv_lora_rank`` (plus the shared rotary key, if any) per token and layer."""
+    for name, value in (("num_layers", num_layers), ("kv_lora_rank", kv_lora_rank), ("context_len", context_len),
+                        ("batch_size", batch_size)):
+        require_positive_int(name, value)
+    if isinstance(rope_head_dim, bool) or not isinstance(rope_head_dim, int) or rope_head_dim < 0:
+        raise ValueError(f"rope_head_dim must be an int >= 0, got {rope_head_dim!r}")
+    return num_layers * (kv_lora_rank + rope_head_dim) * context_len * batch_size * dtype_bytes(dtype)
+
+
+def cache_curves(context_lens: Sequence[int], *, num_layers: int, num_heads: int, num_kv_heads: int, head_dim: int,
+                 kv_lora_rank: int, batch_size: int = 1, dtype: torch.dtype | str = torch.float16
+                 ) -> dict[str, list[int]]:
+    """Cache bytes per context length for MHA, GQA (``num_kv_heads``), MQA and MLA (``kv_lora_rank``) of one size."""
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads}")
+    kinds = {"MHA": num_heads, f"GQA ({num_kv_heads} kv heads)": num_kv_heads, "MQA": 1}
+    curves = {name: [kv_cache_bytes(num_layers, kv, head_dim, n, batch_size, dtype) for n in context_lens]
+              for name, kv in kinds.items()}
+    curves[f"MLA (latent {kv_lora_rank})"] = [mla_cache_bytes(num_layers, kv_lora_rank, n, batch_size, dtype)
+                                              for n in context_lens]
+    return curves
+
+
+def plot_cache_bytes(context_lens: Sequence[int], curves: dict[str, list[int]], title: str = "") -> Figure:
+    """KV-cache GiB against context length, one line per design."""
+    fig = Figure(figsize=(7, 4))
+    ax = fig.add_subplot()
+    for (name, values), style in zip(curves.items(), ("-o", "-s", "-^", "-D"), strict=False):
+        ax.plot(context_lens, [v / 2**30 for v in values], style, label=name, markersize=4)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("context length (tokens)")
+    ax.set_ylabel("KV cache (GiB)")
+    ax.set_title(title or "KV-cache memory against context length")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def memory_summary(*, num_layers: int, num_heads: int, num_kv_heads: int, head_dim: int, kv_lora_rank: int,
+                   context_len: int, batch_size: int, dtype: str) -> str:
+    """The calculator's numbers as text: bytes per token and in all, for MHA, GQA, MQA and MLA."""
+    curves = cache_curves([1, context_len], num_layers=num_layers, num_heads=num_heads, num_kv_heads=num_kv_heads,
+                          head_dim=head_dim, kv_lora_rank=kv_lora_rank, batch_size=1, dtype=dtype)
+    lines = [f"{num_layers} layers, {num_heads} query heads of {head_dim}, {context_len} tokens, batch {batch_size}, "
+             f"{dtype}"]
+    for name, (per_token, _) in curves.items():
+        total = per_token * context_len * batch_size
+        lines.append(f"  {name:<22} {per_token:>9,} bytes per token   {total / 2**30:10.3f} GiB in all")
+    return "\n".join(lines)
+
+
+def memory_calculator(**initial: int | str) -> widgets.VBox:
+    """Sliders for the model's sizes; the figure and the numbers follow every change."""
+    values = {"num_layers": 32, "num_heads": 32, "num_kv_heads": 8, "head_dim": 128, "kv_lora_rank": 512,
+              "context_len": 8192, "batch_size": 1, "dtype": "bfloat16"} | initial
+    layout, style = widgets.Layout(width="360px"), {"description_width": "110px"}
+    pow2 = [2**k for k in range(7, 18)]
+    controls = {
+        "num_layers": widgets.IntSlider(value=values["num_layers"], min=1, max=128, description="layers"),
+        "num_heads": widgets.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128], value=values["num_heads"],
+                                             description="query heads"),
+        "num_kv_heads": widgets.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128], value=values["num_kv_heads"],
+                                                description="kv heads (GQA)"),
+        "head_dim": widgets.SelectionSlider(options=[32, 64, 96, 128, 192, 256], value=values["head_dim"],
+                                            description="head size"),
+        "kv_lora_rank": widgets.SelectionSlider(options=[64, 128, 256, 512, 1024], value=values["kv_lora_rank"],
+                                                description="latent (MLA)"),
+        "context_len": widgets.SelectionSlider(options=pow2, value=values["context_len"], description="context"),
+        "batch_size": widgets.IntSlider(value=values["batch_size"], min=1, max=64, description="batch"),
+        "dtype": widgets.Dropdown(options=list(DTYPES), value=values["dtype"], description="dtype"),
+    }
+    for control in controls.values():
+        control.layout, control.style = layout, style
+    numbers, figure = widgets.HTML(), widgets.HTML()
+
+    def update(change: dict | None = None) -> None:
+        sizes = {name: control.value for name, control in controls.items()}
+        if sizes["num_heads"] % sizes["num_kv_heads"]:
+            numbers.value = (f"<pre>kv heads ({sizes['num_kv_heads']}) must divide query heads "
+                             f"({sizes['num_heads']})</pre>")
+            return
+        numbers.value = f"<pre>{html.escape(memory_summary(**sizes))}</pre>"
+        lens = [n for n in pow2 if n <= max(pow2)]
+        curves = cache_curves(lens, **{k: v for k, v in sizes.items() if k != "context_len"})
+        figure.value = figure_to_svg(plot_cache_bytes(lens, curves))
+
+    for control in controls.values():
+        control.observe(update, names="value")
+    update()
+    return widgets.VBox([widgets.HBox([widgets.VBox(list(controls.values())), numbers]), figure])
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Real models. Every number is a field of the model's public config.json (or its paper), named as it is there;
+# head_dim is computed as hidden_size // num_attention_heads, as the models do.
+
+MODELS: list[dict] = [
+    {"model": "Llama 2 7B", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+     "num_key_value_heads": 32, "source": "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json"},
+    {"model": "Llama 2 70B", "num_hidden_layers": 80, "hidden_size": 8192, "num_attention_heads": 64,
+     "num_key_value_heads": 8, "source": "https://huggingface.co/meta-llama/Llama-2-70b-hf/blob/main/config.json"},
+    {"model": "Llama 3 8B", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+     "num_key_value_heads": 8, "source": "https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json"},
+    {"model": "Mistral 7B", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+     "num_key_value_heads": 8, "source": "https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json"},
+    # Falcon's config says multi_query: true, i.e. one key-value head.
+    {"model": "Falcon 7B", "num_hidden_layers": 32, "hidden_size": 4544, "num_attention_heads": 71,
+     "num_key_value_heads": 1, "source": "https://huggingface.co/tiiuae/falcon-7b/blob/main/config.json"},
+    # MLA: the cache holds kv_lora_rank latent features plus one shared rotary key of qk_rope_head_dim per token.
+    {"model": "DeepSeek-V3", "num_hidden_layers": 61, "hidden_size": 7168, "num_attention_heads": 128,
+     "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
+     "source": "https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json"},
+]
+
+
+def model_table(context_len: int = 4096, batch_size: int = 1, dtype: torch.dtype | str = torch.bfloat16
+                ) -> list[tuple]:
+    """One row per model in :data:`MODELS`: kind, sizes, cache bytes per token and GiB for ``context_len`` tokens."""
+    rows = []
+    for m in MODELS:
+        layers, heads = m["num_hidden_layers"], m["num_attention_heads"]
+        if "kv_lora_rank" in m:
+            kind, kv = "MLA", f"latent {m['kv_lora_rank']}+{m['qk_rope_head_dim']}"
+            per_token = mla_cache_bytes(layers, m["kv_lora_rank"], 1, 1, dtype, m["qk_rope_head_dim"])
+        else:
+            kv_heads = m["num_key_value_heads"]
+            kind = "MHA" if kv_heads == heads else ("MQA" if kv_heads == 1 else "GQA")
+            kv = kv_heads
+            per_token = kv_cache_bytes(layers, kv_heads, m["hidden_size"] // heads, 1, 1, dtype)
+        head_dim = m["hidden_size"] // heads if "kv_lora_rank" not in m else "-"
+        rows.append((m["model"], kind, layers, heads, kv, head_dim, f"{per_token:,}",
+                     f"{per_token * context_len * batch_size / 2**30:.2f}"))
+    return rows
