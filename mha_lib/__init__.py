@@ -2,8 +2,8 @@
 
 The names and signatures are those of the d2l book's Chinese edition 2.0 (the ``d2l`` 0.17 package):
 d2l 0.17's own Transformer encoder runs unchanged with ``mha_lib.MultiHeadAttention`` in its place.
-Read the implementation in the order ``masks``, ``functional``, ``modules``; ``chapters`` holds the
-chapters' helpers and ``exercises`` the self-checking exercises.
+Read the implementation in the order ``masks``, ``functional``, ``modules``, then ``grouped``;
+``chapters`` holds the chapters' helpers and ``exercises`` the self-checking exercises.
 """
 
 from .functional import dot_product_attention, masked_softmax, transpose_output, transpose_qkv
@@ -24,11 +24,11 @@ __all__ = [
     "attention_mask",
     "causal_mask",
     "cpu_threads",
-    "masked_softmax",
-    "pick_device",
     "dot_product_attention",
     "kv_head_of",
+    "masked_softmax",
     "mha_to_gqa",
+    "pick_device",
     "repeat_kv_heads",
     "sequence_mask",
     "set_seed",

@@ -161,6 +161,19 @@ def require_heads_divide(num_hiddens: int, num_heads: int) -> None:
         )
 
 
+def require_kv_heads_divide(num_heads: int, num_kv_heads: object) -> int:
+    """Require ``num_kv_heads`` to be a positive int that divides ``num_heads``; return it."""
+    num_kv_heads = require_positive_int("num_kv_heads", num_kv_heads)
+    if num_heads % num_kv_heads:
+        allowed = [k for k in range(1, num_heads + 1) if num_heads % k == 0]
+        raise ValueError(
+            f"num_kv_heads must divide num_heads={num_heads}, so that every key-value head serves the same "
+            f"number of query heads; allowed values are {allowed} (1 is MQA, {num_heads} is MHA), "
+            f"got {num_kv_heads!r}"
+        )
+    return num_kv_heads
+
+
 def require_split_input(X: object, num_heads: object) -> None:
     """Require ``X`` of shape (batch_size, seq_len, num_hiddens) with num_heads dividing num_hiddens."""
     require_tensor("X", X, 3, "(batch_size, seq_len, num_hiddens)", floating=False)

@@ -18,32 +18,21 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._validation import (
+    require_bool,
     require_dropout,
     require_features,
     require_heads_divide,
+    require_kv_heads_divide,
     require_layer_dtype,
     require_positive_int,
     require_qkv,
     require_tensor,
 )
-from .functional import dot_product_attention
+from .functional import _dot_product_attention
 from .masks import attention_mask
 from .modules import MultiHeadAttention
 
 __all__ = ["GroupedQueryAttention", "kv_head_of", "mha_to_gqa", "repeat_kv_heads"]
-
-
-def require_kv_heads_divide(num_heads: int, num_kv_heads: object) -> int:
-    """Require ``num_kv_heads`` to be a positive int that divides ``num_heads``; return it."""
-    allowed = [k for k in range(1, num_heads + 1) if num_heads % k == 0]
-    if isinstance(num_kv_heads, bool) or not isinstance(num_kv_heads, int) or num_kv_heads < 1 \
-            or num_heads % num_kv_heads:
-        raise ValueError(
-            f"num_kv_heads must divide num_heads={num_heads}, so that every key-value head serves the same "
-            f"number of query heads; allowed values are {allowed} (1 is MQA, {num_heads} is MHA), "
-            f"got {num_kv_heads!r}"
-        )
-    return num_kv_heads
 
 
 def repeat_kv_heads(X: Tensor, num_groups: int) -> Tensor:
@@ -139,6 +128,7 @@ class GroupedQueryAttention(nn.Module):
         require_features("keys", keys, self.W_k.in_features, "key_size")
         require_features("values", values, self.W_v.in_features, "value_size")
         require_layer_dtype("queries", queries, self.W_q.weight)
+        require_bool("need_weights", need_weights)
         batch_size, num_queries, _ = queries.shape
         num_kvpairs = keys.shape[1]
         mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens,
@@ -172,7 +162,8 @@ class GroupedQueryAttention(nn.Module):
                                                   enable_gqa=True)
         # (batch, kv_heads, kvpairs, head_dim) -> (batch, heads, kvpairs, head_dim): one copy per query head
         keys, values = _repeat_kv_heads(keys, self.num_groups), _repeat_kv_heads(values, self.num_groups)
-        output, self.attention_weights = dot_product_attention(queries, keys, values, mask, dropout_p)
+        output, weights = _dot_product_attention(queries, keys, values, mask, dropout_p)
+        self.attention_weights = weights.detach()
         return output
 
 
