@@ -24,19 +24,22 @@ import matplotlib.patches as mpatches
 import torch
 from matplotlib.figure import Figure
 from torch import Tensor
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
 from .._validation import require_bool_mask, require_qkv, require_tensor
 
 __all__ = [
     "SoftmaxStep",
+    "TileSizeReport",
     "full_score_bytes",
     "measure_peak_bytes",
     "num_tiles",
     "online_softmax",
     "online_softmax_steps",
+    "plot_memory_by_tile",
     "plot_tiles",
+    "tile_size_report",
     "tiled_attention",
     "tiled_state_bytes",
 ]
@@ -152,7 +155,7 @@ def tiled_attention(
         new_max = torch.maximum(running_max, scores.amax(dim=-1))  # (..., num_queries)
         shift = _finite(new_max)
         rescale = torch.exp(running_max - shift)  # (..., num_queries): old sum and output to the new maximum
-        weights = torch.exp(scores - shift[..., None])  # (..., num_queries, tile): unnormalised weights
+        weights = (scores - shift[..., None]).exp_()  # (..., num_queries, tile): unnormalised weights
         running_sum = running_sum * rescale + weights.sum(dim=-1)
         # (..., num_queries, tile) @ (..., tile, value_dim) -> (..., num_queries, value_dim)
         output = output * rescale[..., None] + weights @ values[..., start:stop, :]
@@ -200,11 +203,10 @@ def tiled_state_bytes(batch_size: int, num_queries: int, num_kvpairs: int, value
 def measure_peak_bytes(fn: Callable[..., Tensor], *args: object, **kwargs: object) -> int:
     """Measure the most bytes that ``fn(*args, **kwargs)`` holds at once in tensors it allocated itself.
 
-    Every tensor an operation returns is seen on its way out (a ``TorchDispatchMode``); a new
-    storage adds its bytes, and they are subtracted when the last tensor using it is freed. The
-    tensors passed in do not count (views of them neither); the output does. Composite functions such
-    as ``F.scaled_dot_product_attention`` are split into their parts under such a mode, so measure
-    only functions written with plain tensor operations.
+    Every tensor that a PyTorch call returns to Python is seen on its way out (a ``TorchFunctionMode``);
+    a new storage adds its bytes, which are subtracted when the last tensor using it is freed. The
+    tensors passed in do not count (views of them neither); the output does. Buffers that one call
+    uses only inside C++ (e.g. inside ``F.scaled_dot_product_attention``) are not seen.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
@@ -216,14 +218,14 @@ def measure_peak_bytes(fn: Callable[..., Tensor], *args: object, **kwargs: objec
     return counter.peak
 
 
-class _LiveBytes(TorchDispatchMode):
+class _LiveBytes(TorchFunctionMode):
     """Count the bytes of the storages created inside the mode that are still alive, and their peak."""
 
     def __init__(self, external: set[int]) -> None:
         super().__init__()
         self.external, self.live, self.total, self.peak = external, {}, 0, 0
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204 - PyTorch's protocol
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204 - PyTorch's protocol
         result = func(*args, **(kwargs or {}))
         for tensor in tree_flatten(result)[0]:
             if isinstance(tensor, Tensor):
@@ -248,6 +250,59 @@ class _LiveBytes(TorchDispatchMode):
         if entry[1] == 0:
             self.total -= entry[0]
             del self.live[key]
+
+
+class TileSizeReport(NamedTuple):
+    """What one tile size changes (memory, steps) and what it does not (the result)."""
+
+    tile_size: int
+    num_tiles: int
+    max_abs_difference: float
+    state_bytes: int
+    measured_peak_bytes: int
+    full_score_bytes: int
+
+
+def tile_size_report(queries: Tensor, keys: Tensor, values: Tensor, tile_size: int) -> TileSizeReport:
+    """Run :func:`tiled_attention` with one tile size: its largest difference from SDPA, and its memory.
+
+    Shape:
+        - queries: ``(..., num_queries, d)``; keys: ``(..., num_kvpairs, d)``; values: ``(..., num_kvpairs, value_dim)``
+    """
+    output = tiled_attention(queries, keys, values, tile_size)
+    difference = (output - torch.nn.functional.scaled_dot_product_attention(queries, keys, values)).abs().max()
+    *lead, num_queries, _ = queries.shape
+    num_kvpairs, value_dim = values.shape[-2:]
+    batch_size = math.prod(lead)
+    return TileSizeReport(
+        tile_size=tile_size,
+        num_tiles=num_tiles(num_kvpairs, tile_size),
+        max_abs_difference=difference.item(),
+        state_bytes=tiled_state_bytes(batch_size, num_queries, num_kvpairs, value_dim, tile_size, queries.dtype),
+        measured_peak_bytes=measure_peak_bytes(tiled_attention, queries, keys, values, tile_size),
+        full_score_bytes=full_score_bytes(batch_size, num_queries, num_kvpairs, queries.dtype),
+    )
+
+
+def plot_memory_by_tile(batch_size: int, num_queries: int, num_kvpairs: int, value_dim: int, tile_size: int,
+                        dtype: torch.dtype = torch.float32) -> Figure:
+    """Bytes tiled attention holds for every tile size, the chosen one marked, against the full score matrix."""
+    sizes = list(range(1, num_kvpairs + 1))
+    held = [tiled_state_bytes(batch_size, num_queries, num_kvpairs, value_dim, t, dtype) / 2**20 for t in sizes]
+    full = full_score_bytes(batch_size, num_queries, num_kvpairs, dtype) / 2**20
+    chosen = tiled_state_bytes(batch_size, num_queries, num_kvpairs, value_dim, tile_size, dtype) / 2**20
+    fig = Figure(figsize=(7, 3.6), layout="constrained")
+    ax = fig.subplots()
+    ax.plot(sizes, held, color="#f28e2b", label="tiled: one tile of scores + running state")
+    ax.axhline(full, color="#6b6b6b", linestyle="--", label="explicit: the whole score matrix")
+    ax.axhline(2 * full, color="black", linestyle=":", label="explicit: scores and weights")
+    ax.plot([tile_size], [chosen], "o", color="#f28e2b", markeredgecolor="black", markersize=9,
+            label=f"tile_size={tile_size}: {chosen:.2f} MiB")
+    ax.set(xscale="log", yscale="log", xlabel="tile_size (keys per tile)", ylabel="memory held (MiB)",
+           title=f"Memory besides the inputs, {batch_size}×{num_queries} query rows, {num_kvpairs} keys")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
+    return fig
 
 
 def plot_tiles(num_queries: int, num_kvpairs: int, tile_size: int, step: int, *, value_dim: int = 4,
