@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import matplotlib.patches as mpatches
+import matplotlib.ticker as ticker
 import torch
 from matplotlib.figure import Figure
 from torch import Tensor
@@ -300,6 +301,9 @@ def plot_memory_by_tile(batch_size: int, num_queries: int, num_kvpairs: int, val
             label=f"tile_size={tile_size}: {chosen:.2f} MiB")
     ax.set(xscale="log", yscale="log", xlabel="tile_size (keys per tile)", ylabel="memory held (MiB)",
            title=f"Memory besides the inputs, {batch_size}×{num_queries} query rows, {num_kvpairs} keys")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+        axis.set_minor_formatter(ticker.NullFormatter())
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small", loc="lower right")
     return fig
