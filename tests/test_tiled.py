@@ -1,6 +1,8 @@
 """mha_lib.chapters.tiled (chapter 10): online softmax and tiled attention against PyTorch, the memory counts."""
 
+import importlib.util
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -19,6 +21,7 @@ from mha_lib.chapters.tiled import (
     tiled_state_bytes,
 )
 
+ROOT = Path(__file__).resolve().parents[1]
 FLOAT32 = {"atol": 1e-5, "rtol": 1e-5}  # the tolerance stated in chapter 10 for float32
 
 
@@ -175,6 +178,8 @@ def test_bad_shapes_and_masks():
         tiled_attention(q, k, v, 2, causal=1)
     with pytest.raises(TypeError, match="floating-point"):
         tiled_attention(q.long(), k, v, 2)
+    with pytest.raises(ValueError, match="at least one axis"):
+        online_softmax(torch.tensor(1.0))
 
 
 # counts
@@ -267,3 +272,16 @@ def test_plot_tiles_bad_step():
         plot_tiles(8, 24, 4, 2, causal=True)  # keys 8..23 lie above the diagonal: 2 tiles
     with pytest.raises(ValueError, match="tile_size must be at least 1"):
         plot_tiles(8, 24, 0, 0)
+
+
+# the benchmark script
+
+
+def test_bench_tiled_quick_runs_and_prints_ratios(capsys):
+    spec = importlib.util.spec_from_file_location("bench_tiled", ROOT / "benchmarks" / "bench_tiled.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.main(["--quick", "--number", "1"])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 + 2  # the header, one tile size and the explicit path for one length
+    assert all("ratio" in line for line in lines[1:])

@@ -56,6 +56,8 @@ def online_softmax(x: Tensor, tile_size: int = 1) -> Tensor:
         - output: same as ``x``
     """
     require_tensor("x", x, None, "(..., n)")
+    if x.dim() == 0:
+        raise ValueError("x must have at least one axis (..., n), got a 0-D tensor")
     tile_size = _require_tile_size(tile_size)
     running_max = x.new_full(x.shape[:-1], -math.inf)  # (...,) the largest entry seen so far
     running_sum = x.new_zeros(x.shape[:-1])  # (...,) the sum of exp(entry - running_max) so far
