@@ -8,7 +8,7 @@ stores the n x n scores and weights) is timed the same way for comparison. Besid
 the tiled loop holds (one tile of scores and the running state, mha_lib.chapters.tiled.tiled_state_bytes)
 against the bytes of the full score matrix.
 
-    python benchmarks/bench_tiled.py [--pairs 15] [--number 2] [--device cpu|cuda] [--quick]
+    python benchmarks/bench_tiled.py [--pairs 15] [--number 2] [--threads 1] [--device cpu|cuda] [--quick]
 
 On a CPU expect the tiled loop to be SLOWER than the fused kernel: every tile is a few separate PyTorch
 calls from Python, each reading and writing its tile in main memory. Tiling pays where the whole loop runs
@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pairs", type=int, default=15, help="alternating measurements per comparison")
     parser.add_argument("--number", type=int, default=2, help="calls per measurement")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for PyTorch (default: as many as it uses now); on a busy machine use 1")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, a few pairs: seconds (a smoke test)")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -58,6 +60,8 @@ def main(argv: list[str] | None = None) -> None:
     seq_lens, tile_sizes = ((64,), (16,)) if args.quick else (SEQ_LENS, TILE_SIZES)
     pairs = 3 if args.quick else args.pairs
 
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     set_seed(0)
     print(f"torch {torch.__version__}, device {args.device}, {torch.get_num_threads()} CPU threads, "
           f"batch {BATCH_SIZE}, {NUM_HEADS} heads, head_dim {HEAD_DIM}, float32, inference; "
