@@ -16,7 +16,9 @@ from mha_lib.chapters.tiled import (
     num_tiles,
     online_softmax,
     online_softmax_steps,
+    plot_memory_by_tile,
     plot_tiles,
+    tile_size_report,
     tiled_attention,
     tiled_state_bytes,
 )
@@ -285,3 +287,28 @@ def test_bench_tiled_quick_runs_and_prints_ratios(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 + 2  # the header, one tile size and the explicit path for one length
     assert all("ratio" in line for line in lines[1:])
+
+
+# the slider's helpers
+
+
+def test_tile_size_report_changes_memory_not_the_result():
+    q, k, v = qkv((2, 2), 32, 40, d=8, value_dim=8, dtype=torch.float32)
+    small, large = tile_size_report(q, k, v, 4), tile_size_report(q, k, v, 40)
+    assert (small.num_tiles, large.num_tiles) == (10, 1)
+    assert small.max_abs_difference < 1e-6 and large.max_abs_difference < 1e-6
+    assert small.state_bytes == tiled_state_bytes(4, 32, 40, 8, 4) < large.state_bytes
+    assert small.measured_peak_bytes < large.measured_peak_bytes
+    assert small.full_score_bytes == large.full_score_bytes == full_score_bytes(4, 32, 40)
+
+
+def test_plot_memory_by_tile_marks_the_chosen_tile_size():
+    fig = plot_memory_by_tile(8, 256, 256, 16, 48)
+    assert isinstance(fig, Figure)
+    (ax,) = fig.axes
+    assert ax.get_xlabel().startswith("tile_size")
+    curve, *_, marker = ax.get_lines()
+    assert len(curve.get_xdata()) == 256
+    assert curve.get_ydata()[47] == tiled_state_bytes(8, 256, 256, 16, 48) / 2**20
+    assert list(marker.get_xdata()) == [48]
+    assert "tile_size=48" in marker.get_label()

@@ -49,7 +49,7 @@ __all__ = [
 def online_softmax(x: Tensor, tile_size: int = 1) -> Tensor:
     """Softmax over the last axis whose normaliser is found in one pass, ``tile_size`` entries at a time.
 
-    Gives what ``torch.softmax(x, dim=-1)`` gives, NaN for a row of -inf included.
+    Gives what ``torch.softmax(x, dim=-1)`` gives, including NaN for a row that is all -inf.
 
     Shape:
         - x: ``(..., n)``, floating point
