@@ -301,13 +301,15 @@ def plot_memory_by_tile(batch_size: int, num_queries: int, num_kvpairs: int, val
     ax.axhline(2 * full, color="black", linestyle=":", label="explicit: scores and weights")
     ax.plot([tile_size], [chosen], "o", color="#f28e2b", markeredgecolor="black", markersize=9,
             label=f"tile_size={tile_size}: {chosen:.2f} MiB")
-    ax.set(xscale="log", yscale="log", xlabel="tile_size (keys per tile)", ylabel="memory held (MiB)",
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set(xlabel="tile_size (keys per tile)", ylabel="memory held (MiB)",
            title=f"Memory besides the inputs, {batch_size}×{num_queries} query rows, {num_kvpairs} keys")
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(ticker.FormatStrFormatter("%g"))
         axis.set_minor_formatter(ticker.NullFormatter())
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small", loc="lower right")
+    ax.legend(fontsize="small", loc="upper left")
     return fig
 
 
