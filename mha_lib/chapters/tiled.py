@@ -1,0 +1,399 @@
+"""Attention without the n x n matrix (chapter 10): online softmax, tiled attention, its memory and a tile figure.
+
+Dimension names are those of :mod:`mha_lib.functional`; here ``...`` stands for any leading axes
+(``batch_size * num_heads`` after :func:`mha_lib.transpose_qkv`, or ``(batch_size, num_heads)``), and
+``tile_size`` is the number of key-value pairs handled in one step.
+
+The two recurrences:
+
+- online softmax (Milakov & Gimelshein 2018, "Online normalizer calculation for softmax"): one pass over
+  the scores keeps a running maximum ``m`` and a running sum ``l`` of ``exp(score - m)``; when ``m``
+  grows, the old sum is rescaled by ``exp(m_old - m_new)``.
+- tiled attention (the FlashAttention recurrence, Dao et al. 2022): the same, with an output
+  accumulator that is rescaled together with ``l``, so that only one tile of scores exists at a time.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Callable
+from typing import NamedTuple
+
+import matplotlib.patches as mpatches
+import matplotlib.ticker as ticker
+import torch
+from matplotlib.figure import Figure
+from torch import Tensor
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten
+
+from .._validation import require_bool_mask, require_qkv, require_tensor
+
+__all__ = [
+    "SoftmaxStep",
+    "TileSizeReport",
+    "full_score_bytes",
+    "measure_peak_bytes",
+    "num_tiles",
+    "online_softmax",
+    "online_softmax_steps",
+    "plot_memory_by_tile",
+    "plot_tiles",
+    "tile_size_report",
+    "tiled_attention",
+    "tiled_state_bytes",
+]
+
+
+def online_softmax(x: Tensor, tile_size: int = 1) -> Tensor:
+    """Softmax over the last axis whose normaliser is found in one pass, ``tile_size`` entries at a time.
+
+    Gives what ``torch.softmax(x, dim=-1)`` gives, including NaN for a row that is all -inf.
+
+    Shape:
+        - x: ``(..., n)``, floating point
+        - output: same as ``x``
+    """
+    require_tensor("x", x, None, "(..., n)")
+    if x.dim() == 0:
+        raise ValueError("x must have at least one axis (..., n), got a 0-D tensor")
+    tile_size = _require_tile_size(tile_size)
+    running_max = x.new_full(x.shape[:-1], -math.inf)  # (...,) the largest entry seen so far
+    running_sum = x.new_zeros(x.shape[:-1])  # (...,) the sum of exp(entry - running_max) so far
+    for start in range(0, x.shape[-1], tile_size):
+        tile = x[..., start:start + tile_size]  # (..., tile)
+        new_max = torch.maximum(running_max, tile.amax(dim=-1))  # (...,)
+        shift = _finite(new_max)
+        # the old sum was taken relative to the old maximum: rescale it to the new one
+        running_sum = running_sum * torch.exp(running_max - shift) + torch.exp(tile - shift[..., None]).sum(dim=-1)
+        running_max = new_max
+    return torch.exp(x - running_max[..., None]) / running_sum[..., None]  # (..., n)
+
+
+class SoftmaxStep(NamedTuple):
+    """One step of :func:`online_softmax` on a single row: what arrived and what is kept."""
+
+    step: int
+    tile: tuple[float, ...]
+    tile_max: float
+    running_max: float
+    rescale: float
+    running_sum: float
+
+
+def online_softmax_steps(x: Tensor, tile_size: int = 1) -> list[SoftmaxStep]:
+    """The running maximum, the rescale factor of the old sum and the running sum after each tile of one row.
+
+    Shape:
+        - x: ``(n,)``, floating point
+    """
+    require_tensor("x", x, 1, "(n,)")
+    tile_size = _require_tile_size(tile_size)
+    running_max, running_sum, rows = -math.inf, 0.0, []
+    for step, start in enumerate(range(0, x.numel(), tile_size)):
+        tile = x[start:start + tile_size].double()
+        new_max = max(running_max, tile.max().item())
+        rescale = math.exp(running_max - new_max) if new_max > -math.inf else 0.0
+        running_sum = running_sum * rescale + torch.exp(tile - new_max).sum().item()
+        rows.append(SoftmaxStep(step, tuple(tile.tolist()), tile.max().item(), new_max, rescale, running_sum))
+        running_max = new_max
+    return rows
+
+
+def tiled_attention(
+    queries: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    tile_size: int,
+    mask: Tensor | None = None,
+    causal: bool = False,
+) -> Tensor:
+    """Scaled dot-product attention computed ``tile_size`` key-value pairs at a time, never all scores at once.
+
+    Same result as :func:`mha_lib.dot_product_attention` (and ``F.scaled_dot_product_attention``):
+    ``mask`` is boolean with True = may attend; ``causal=True`` lets query ``i`` see keys ``0..i``
+    (aligned top-left, as ``causal_mask``); a query that may attend to no key gets a zero output.
+    With ``causal=True`` the tiles that lie wholly above the diagonal are skipped.
+
+    Shape:
+        - queries: ``(..., num_queries, d)``
+        - keys: ``(..., num_kvpairs, d)``
+        - values: ``(..., num_kvpairs, value_dim)``
+        - mask: boolean, broadcastable to ``(..., num_queries, num_kvpairs)``
+        - output: ``(..., num_queries, value_dim)``
+    """
+    require_qkv(queries, keys, values)
+    if queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(
+            "queries and keys must have the same number of features d to take dot products, "
+            f"got queries {tuple(queries.shape)} and keys {tuple(keys.shape)}"
+        )
+    tile_size = _require_tile_size(tile_size)
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
+    *lead, num_queries, d = queries.shape
+    num_kvpairs, value_dim = values.shape[-2:]
+    if mask is not None:
+        target = (*lead, num_queries, num_kvpairs)
+        require_bool_mask("mask", mask, target, "(..., num_queries, num_kvpairs)")
+        mask = mask.expand(target)  # a view: no copy, but every axis can now be sliced by tile
+    queries = queries / math.sqrt(d)  # (..., num_queries, d), scaled once instead of every tile of scores
+    running_max = queries.new_full((*lead, num_queries), -math.inf)  # (..., num_queries)
+    running_sum = queries.new_zeros((*lead, num_queries))  # (..., num_queries)
+    output = queries.new_zeros((*lead, num_queries, value_dim))  # (..., num_queries, value_dim), unnormalised
+    rows = torch.arange(num_queries, device=queries.device)[:, None]  # (num_queries, 1), for causal
+    # causal: from key num_queries on, every key lies above the diagonal of every query
+    last = min(num_kvpairs, num_queries) if causal else num_kvpairs
+    for start in range(0, last, tile_size):
+        stop = min(start + tile_size, num_kvpairs)
+        # (..., num_queries, d) @ (..., d, tile) -> (..., num_queries, tile): the only scores that exist now
+        scores = queries @ keys[..., start:stop, :].transpose(-2, -1)
+        hidden = None if mask is None else ~mask[..., start:stop]  # (..., num_queries, tile)
+        if causal:
+            above = torch.arange(start, stop, device=queries.device) > rows  # (num_queries, tile)
+            hidden = above if hidden is None else hidden | above
+        if hidden is not None:
+            scores.masked_fill_(hidden, -math.inf)  # in place: scores is our own tensor
+        new_max = torch.maximum(running_max, scores.amax(dim=-1))  # (..., num_queries)
+        shift = _finite(new_max)
+        rescale = torch.exp(running_max - shift)  # (..., num_queries): old sum and output to the new maximum
+        weights = (scores - shift[..., None]).exp_()  # (..., num_queries, tile): unnormalised weights
+        running_sum = running_sum * rescale + weights.sum(dim=-1)
+        # (..., num_queries, tile) @ (..., tile, value_dim) -> (..., num_queries, value_dim)
+        output = output * rescale[..., None] + weights @ values[..., start:stop, :]
+        running_max = new_max
+    # a query that saw no visible key has running_sum 0 and output 0: divide by 1 to keep it 0, not NaN
+    return output / running_sum.masked_fill(running_sum == 0, 1.0)[..., None]
+
+
+def num_tiles(num_kvpairs: int, tile_size: int, *, num_queries: int | None = None, causal: bool = False) -> int:
+    """How many tiles :func:`tiled_attention` computes: all of them, or with ``causal`` those touching the diagonal."""
+    _require_positive("num_kvpairs", num_kvpairs)
+    tile_size = _require_tile_size(tile_size)
+    if causal:
+        _require_positive("num_queries", num_queries)
+        num_kvpairs = min(num_kvpairs, num_queries)
+    return -(-num_kvpairs // tile_size)  # ceil: the last tile may be shorter
+
+
+def full_score_bytes(batch_size: int, num_queries: int, num_kvpairs: int, dtype: torch.dtype = torch.float32) -> int:
+    """Bytes of the whole score matrix ``(batch_size, num_queries, num_kvpairs)`` that the explicit path stores.
+
+    ``batch_size`` counts every leading axis, e.g. ``batch_size * num_heads``. The weights after the
+    softmax take as many bytes again.
+    """
+    for name, value in (("batch_size", batch_size), ("num_queries", num_queries), ("num_kvpairs", num_kvpairs)):
+        _require_positive(name, value)
+    return batch_size * num_queries * num_kvpairs * _itemsize(dtype)
+
+
+def tiled_state_bytes(batch_size: int, num_queries: int, num_kvpairs: int, value_dim: int, tile_size: int,
+                      dtype: torch.dtype = torch.float32) -> int:
+    """Bytes that tiled attention holds besides its inputs: one tile of scores and the running state.
+
+    The tile of scores ``(batch_size, num_queries, min(tile_size, num_kvpairs))``, the running
+    maximum and running sum ``(batch_size, num_queries)`` each, and the output accumulator
+    ``(batch_size, num_queries, value_dim)``. ``batch_size`` counts every leading axis.
+    """
+    for name, value in (("batch_size", batch_size), ("num_queries", num_queries), ("num_kvpairs", num_kvpairs),
+                        ("value_dim", value_dim)):
+        _require_positive(name, value)
+    tile = min(_require_tile_size(tile_size), num_kvpairs)
+    return batch_size * num_queries * (tile + 2 + value_dim) * _itemsize(dtype)
+
+
+def measure_peak_bytes(fn: Callable[..., Tensor], *args: object, **kwargs: object) -> int:
+    """Measure the most bytes that ``fn(*args, **kwargs)`` holds at once in tensors it allocated itself.
+
+    Every tensor that a PyTorch call returns to Python is seen on its way out (a ``TorchFunctionMode``);
+    a new storage adds its bytes, which are subtracted when the last tensor using it is freed. The
+    tensors passed in do not count (views of them neither); the output does. Buffers that one call
+    uses only inside C++ (e.g. inside ``F.scaled_dot_product_attention``) are not seen.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    given = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+    counter = _LiveBytes({a.untyped_storage().data_ptr() for a in given})
+    with counter:
+        output = fn(*args, **kwargs)
+        del output
+    return counter.peak
+
+
+class _LiveBytes(TorchFunctionMode):
+    """Count the bytes of the storages created inside the mode that are still alive, and their peak."""
+
+    def __init__(self, external: set[int]) -> None:
+        super().__init__()
+        self.external, self.live, self.total, self.peak = external, {}, 0, 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204 - PyTorch's protocol
+        result = func(*args, **(kwargs or {}))
+        for tensor in tree_flatten(result)[0]:
+            if isinstance(tensor, Tensor):
+                self._track(tensor)
+        return result
+
+    def _track(self, tensor: Tensor) -> None:
+        storage = tensor.untyped_storage()
+        key, nbytes = storage.data_ptr(), storage.nbytes()
+        if key in self.external or nbytes == 0:
+            return
+        if key not in self.live:  # a new allocation, not a view or an in-place result
+            self.live[key] = [nbytes, 0]
+            self.total += nbytes
+            self.peak = max(self.peak, self.total)
+        self.live[key][1] += 1
+        weakref.finalize(tensor, self._release, key)
+
+    def _release(self, key: int) -> None:
+        entry = self.live[key]
+        entry[1] -= 1
+        if entry[1] == 0:
+            self.total -= entry[0]
+            del self.live[key]
+
+
+class TileSizeReport(NamedTuple):
+    """What one tile size changes (memory, steps) and what it does not (the result)."""
+
+    tile_size: int
+    num_tiles: int
+    max_abs_difference: float
+    state_bytes: int
+    measured_peak_bytes: int
+    full_score_bytes: int
+
+
+def tile_size_report(queries: Tensor, keys: Tensor, values: Tensor, tile_size: int) -> TileSizeReport:
+    """Run :func:`tiled_attention` with one tile size: its largest difference from SDPA, and its memory.
+
+    Shape:
+        - queries: ``(..., num_queries, d)``; keys: ``(..., num_kvpairs, d)``; values: ``(..., num_kvpairs, value_dim)``
+    """
+    output = tiled_attention(queries, keys, values, tile_size)
+    difference = (output - torch.nn.functional.scaled_dot_product_attention(queries, keys, values)).abs().max()
+    *lead, num_queries, _ = queries.shape
+    num_kvpairs, value_dim = values.shape[-2:]
+    batch_size = math.prod(lead)
+    return TileSizeReport(
+        tile_size=tile_size,
+        num_tiles=num_tiles(num_kvpairs, tile_size),
+        max_abs_difference=difference.item(),
+        state_bytes=tiled_state_bytes(batch_size, num_queries, num_kvpairs, value_dim, tile_size, queries.dtype),
+        measured_peak_bytes=measure_peak_bytes(tiled_attention, queries, keys, values, tile_size),
+        full_score_bytes=full_score_bytes(batch_size, num_queries, num_kvpairs, queries.dtype),
+    )
+
+
+def plot_memory_by_tile(batch_size: int, num_queries: int, num_kvpairs: int, value_dim: int, tile_size: int,
+                        dtype: torch.dtype = torch.float32) -> Figure:
+    """Bytes tiled attention holds for every tile size, the chosen one marked, against the full score matrix."""
+    sizes = list(range(1, num_kvpairs + 1))
+    held = [tiled_state_bytes(batch_size, num_queries, num_kvpairs, value_dim, t, dtype) / 2**20 for t in sizes]
+    full = full_score_bytes(batch_size, num_queries, num_kvpairs, dtype) / 2**20
+    chosen = tiled_state_bytes(batch_size, num_queries, num_kvpairs, value_dim, tile_size, dtype) / 2**20
+    fig = Figure(figsize=(7, 3.6), layout="constrained")
+    ax = fig.subplots()
+    ax.plot(sizes, held, color="#f28e2b", label="tiled: one tile of scores + running state")
+    ax.axhline(full, color="#6b6b6b", linestyle="--", label="explicit: the whole score matrix")
+    ax.axhline(2 * full, color="black", linestyle=":", label="explicit: scores and weights")
+    ax.plot([tile_size], [chosen], "o", color="#f28e2b", markeredgecolor="black", markersize=9,
+            label=f"tile_size={tile_size}: {chosen:.2f} MiB")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set(xlabel="tile_size (keys per tile)", ylabel="memory held (MiB)",
+           title=f"Memory besides the inputs, {batch_size}×{num_queries} query rows, {num_kvpairs} keys")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+        axis.set_minor_formatter(ticker.NullFormatter())
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left")
+    return fig
+
+
+def plot_tiles(num_queries: int, num_kvpairs: int, tile_size: int, step: int, *, value_dim: int = 4,
+               causal: bool = False) -> Figure:
+    """Draw the score matrix cut into key tiles at one step of :func:`tiled_attention`, and what that step keeps.
+
+    Left: finished tiles (their scores are gone), the tile in memory now, tiles still to come, and
+    with ``causal`` the tiles skipped above the diagonal. Right: the entries held at this step (the
+    tile of scores and the running state), beside the full score matrix the explicit computation stores.
+    """
+    for name, value in (("num_queries", num_queries), ("num_kvpairs", num_kvpairs), ("value_dim", value_dim)):
+        _require_positive(name, value)
+    total = num_tiles(num_kvpairs, tile_size, num_queries=num_queries, causal=causal)
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < total:
+        raise ValueError(f"step must be an int in [0, {total - 1}] (there are {total} tiles to compute), "
+                         f"got {step!r}")
+    colours = {"done": "#d9d9d9", "now": "#f28e2b", "later": "white", "skipped": "#6b6b6b"}
+    fig = Figure(figsize=(12, 4.6), layout="constrained")
+    grid_ax, state_ax = fig.subplots(1, 2, width_ratios=[3, 2])
+    for start in range(0, num_kvpairs, tile_size):
+        index = start // tile_size
+        state = "done" if index < step else "now" if index == step else "later"
+        if index >= total:
+            state = "skipped"
+        width = min(tile_size, num_kvpairs - start)
+        grid_ax.add_patch(mpatches.Rectangle((start, 0), width, num_queries, facecolor=colours[state],
+                                             edgecolor="black", linewidth=1.5))
+    if causal:  # the hidden cells above the diagonal inside computed tiles
+        for i in range(num_queries):
+            for j in range(i + 1, min(num_kvpairs, num_queries)):
+                grid_ax.add_patch(mpatches.Rectangle((j, i), 1, 1, facecolor="none", hatch="///",
+                                                     edgecolor="#555555", linewidth=0))
+    grid_ax.set_xticks(range(num_kvpairs + 1), minor=True)
+    grid_ax.set_yticks(range(num_queries + 1), minor=True)
+    grid_ax.grid(which="minor", color="#999999", linewidth=0.4)
+    grid_ax.tick_params(which="minor", length=0)
+    grid_ax.set(xlim=(0, num_kvpairs), ylim=(num_queries, 0), aspect="equal", xlabel="keys", ylabel="queries",
+                title=f"Scores, tile_size={tile_size}: step {step + 1} of {total}")
+    handles = [mpatches.Patch(facecolor=colours[k], edgecolor="black", label=label) for k, label in (
+        ("done", "done: folded into the state, freed"), ("now", "in memory at this step"),
+        ("later", "not computed yet"))]
+    if causal:
+        handles += [mpatches.Patch(facecolor="white", hatch="///", edgecolor="#555555", label="hidden (causal)"),
+                    mpatches.Patch(facecolor=colours["skipped"], edgecolor="black", label="skipped (causal)")]
+    grid_ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0, -0.24), ncols=2, fontsize="small")
+
+    tile = min(tile_size, num_kvpairs - step * tile_size)
+    bars = [(f"scores of this tile ({num_queries}×{tile})", num_queries * tile, colours["now"]),
+            (f"running max m ({num_queries})", num_queries, "#4e79a7"),
+            (f"running sum l ({num_queries})", num_queries, "#4e79a7"),
+            (f"output accumulator ({num_queries}×{value_dim})", num_queries * value_dim, "#59a14f"),
+            ("all kept at this step", num_queries * (tile + 2 + value_dim), "black"),
+            (f"explicit: all scores ({num_queries}×{num_kvpairs})", num_queries * num_kvpairs, colours["skipped"])]
+    labels, sizes, bar_colours = zip(*bars, strict=True)
+    state_ax.barh(range(len(bars)), sizes, color=bar_colours, edgecolor="black")
+    for y, size in enumerate(sizes):
+        state_ax.text(size, y, f" {size}", va="center", fontsize="small")
+    state_ax.set_yticks(range(len(bars)), labels, fontsize="small")
+    state_ax.set(xlim=(0, 1.2 * max(sizes)), ylim=(len(bars) - 0.5, -0.5), xlabel="entries held",
+                 title="What this step keeps in memory")
+    return fig
+
+
+def _finite(new_max: Tensor) -> Tensor:
+    """The running maximum with -inf (no visible key yet) replaced by 0, so that exp(-inf - 0) = 0, not NaN."""
+    return new_max.masked_fill(new_max == -math.inf, 0.0)
+
+
+def _require_tile_size(tile_size: object) -> int:
+    if isinstance(tile_size, bool) or not isinstance(tile_size, int):
+        raise TypeError(f"tile_size must be an int (key-value pairs per tile), got {type(tile_size).__name__} "
+                        f"{tile_size!r}")
+    if tile_size < 1:
+        raise ValueError(f"tile_size must be at least 1 (key-value pairs per tile), got {tile_size}")
+    return tile_size
+
+
+def _require_positive(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def _itemsize(dtype: object) -> int:
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
+    return dtype.itemsize
