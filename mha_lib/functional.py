@@ -124,14 +124,15 @@ def _dot_product_attention(queries: Tensor, keys: Tensor, values: Tensor, mask: 
         # compute in float32 and round the results back.
         queries, keys, values = queries.float(), keys.float(), values.float()
     scale = 1 / math.sqrt(queries.shape[-1])
+    bias = None if mask is None else _mask_bias(mask, queries.dtype)
     # (..., queries, d) @ (..., d, kvpairs) -> (..., queries, kvpairs)
-    if mask is None:
-        scores = (queries * scale) @ keys.transpose(-2, -1)
-    elif queries.dim() == 3:
-        # bias + scale * queries @ keys^T in one call, as nn.MultiheadAttention does
-        scores = torch.baddbmm(_mask_bias(mask, queries.dtype), queries, keys.transpose(1, 2), alpha=scale)
+    if queries.dim() == 3:
+        # bias + scale * queries @ keys^T in one call (beta=0 ignores the bias), as nn.MultiheadAttention does
+        scores = torch.baddbmm(queries.new_zeros(()) if bias is None else bias, queries, keys.transpose(1, 2),
+                               beta=0 if bias is None else 1, alpha=scale)
     else:
-        scores = (queries * scale) @ keys.transpose(-2, -1) + _mask_bias(mask, queries.dtype)
+        scores = (queries * scale) @ keys.transpose(-2, -1)
+        scores = scores if bias is None else scores + bias
     weights = _softmax_of_scores(scores, mask)
     attended = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     # (..., queries, kvpairs) @ (..., kvpairs, value_dim) -> (..., queries, value_dim)

@@ -69,6 +69,8 @@ def attention_mask(
         - output: ``(batch_size or 1, num_queries or 1, num_kvpairs)``, boolean, or None
     """
     require_bool("causal", causal)
+    if isinstance(device, str):
+        device = torch.device(device)
     if valid_lens is not None:
         require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)),
                            "(batch_size,) or (batch_size, num_queries)", num_kvpairs)
@@ -89,7 +91,7 @@ def _attention_mask(num_queries: int, num_kvpairs: int, valid_lens: Tensor | Non
     """:func:`attention_mask` for arguments that were checked already."""
     combined = None
     if valid_lens is not None:
-        if device is not None and valid_lens.device != torch.device(device):
+        if device is not None and valid_lens.device != device:
             valid_lens = valid_lens.to(device)
         combined = _sequence_mask(valid_lens, num_kvpairs)
         if valid_lens.dim() == 1:

@@ -212,9 +212,10 @@ class MultiHeadAttention(nn.Module):
             mask = record("  split heads", "mask, repeated per head", mask.repeat_interleave(num_heads, dim=0))
         # 2. Score, 3. softmax and weighted sum: every head of every sequence in one batched call.
         # (batch * heads, queries, head_dim) -> (batch * heads, queries, v_head_dim)
-        output = self.attention._attend(queries, keys, values, mask)
+        attention = self.attention
+        output = attention._attend(queries, keys, values, mask)
         record("2 score, 3 softmax", f"softmax(queries @ keys^T / sqrt({queries.shape[-1]}))",
-               self.attention.attention_weights)
+               attention.attention_weights)
         record("3 weighted sum", "weights @ values", output)
         # 4. Concatenate the heads (transpose_output, chapter 03):
         # (batch * heads, queries, v_head_dim) -> (batch, queries, num_heads * v_head_dim)
