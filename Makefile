@@ -86,9 +86,10 @@ outputs: $(STAMP) ## re-execute every notebook in place, top to bottom, each in 
 	# Slide breaks depend on how tall the outputs are, so the slide metadata follows every run (tools/lecture).
 	$(BIN)/python -m tools.lecture metadata $(NOTEBOOKS)
 
-bench: $(STAMP) ## time mha_lib against torch.nn.MultiheadAttention, and one change of the chapter 05 explorer
+bench: $(STAMP) ## time mha_lib against torch.nn.MultiheadAttention, the chapter 05 explorer and grouped-query attention
 	$(BIN)/python benchmarks/bench_mha.py
 	$(BIN)/python benchmarks/bench_explorer.py
+	$(BIN)/python benchmarks/bench_grouped.py
 
 bench-batching: $(STAMP) ## chapter 07's sweeps, recorded in mha_lib/_bench/results/ (ARGS="--device cuda" for a GPU)
 	$(BIN)/python benchmarks/bench_batching.py $(ARGS)
