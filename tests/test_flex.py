@@ -234,3 +234,52 @@ def test_block_tiles_agree_with_create_block_mask():
 def test_bad_arguments(call, error, words):
     with pytest.raises(error, match=words):
         call()
+
+
+# ----- chapter 11's helpers: the block picture and the recorded table --------------------------------------------
+
+
+def test_block_counts_and_figure():
+    from matplotlib.figure import Figure
+
+    from mha_lib.chapters.flex import block_counts, plot_block_mask
+
+    counts = block_counts(256, 32, 64)  # 4 x 4 tiles: the diagonal partial, the one below it partial, rest skipped
+    assert counts == {"full": 0, "partial": 7, "skipped": 9, "total": 16}
+    assert block_counts(256, 256, 64) == {"full": 6, "partial": 4, "skipped": 6, "total": 16}  # plain causal
+    fig = plot_block_mask(256, 32, 64)
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    assert "56% skipped" in fig.axes[1].get_title()
+    assert fig.axes[0].get_xlabel() == "keys" and fig.axes[0].get_ylabel() == "queries"
+    other = plot_block_mask(64, 0, 16, mask_mod=prefix_lm_mask_mod(20))
+    assert other._suptitle.get_text() == "the given mask"
+
+
+def test_recorded_flex_table_loads_and_is_consistent():
+    from mha_lib.chapters.flex import flex_cost_lines, load_flex_record, plot_flex_costs
+
+    record = load_flex_record()
+    assert record["device"] == "cpu" and record["rows"]
+    for row in record["rows"]:
+        expected = block_counts_fraction(row["seq_len"], row["window"], record["sizes"]["block_size"])
+        assert row["skipped_tiles"] == pytest.approx(expected, abs=1e-4)
+        assert row["eager_flex_ms"] > 0 and row["dense_sdpa_ms"] > 0
+    lines = flex_cost_lines(record)
+    assert len(lines) == len(record["rows"]) + 1
+    assert len(plot_flex_costs(record).axes) == 1
+
+
+def block_counts_fraction(seq_len, window, block_size):
+    from mha_lib.chapters.flex import block_counts
+
+    counts = block_counts(seq_len, window, block_size)
+    return counts["skipped"] / counts["total"]
+
+
+def test_load_flex_record_names_a_missing_field(tmp_path):
+    from mha_lib.chapters.flex import load_flex_record
+
+    path = tmp_path / "bad.json"
+    path.write_text('{"device_name": "x", "torch": "2", "date": "d", "rows": []}')
+    with pytest.raises(ValueError, match="compile_s"):
+        load_flex_record(path)
