@@ -8,6 +8,7 @@ first call of the compiled function (torch.compile builds the kernel: tens of se
 separately, once per sequence length, and never mixed into the medians. The block size is 128 (flex's default).
 
     python benchmarks/bench_flex.py [--pairs 7] [--threads N] [--record] [--quick]
+    python benchmarks/bench_flex.py --figure    # one slider change of chapter 11 at its defaults, drawn to PNG
 
 --record writes the table, with the machine, torch version and date, to
 mha_lib/_bench/results/flex/<device>-<date>.json, which chapter 11 reads. Only the CPU is timed here (no GPU
@@ -59,14 +60,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for PyTorch (default: as now)")
     parser.add_argument("--record", action="store_true", help="write the JSON chapter 11 reads")
     parser.add_argument("--no-compile", action="store_true", help="skip compiled flex (no C compiler)")
+    parser.add_argument("--figure", action="store_true", help="time one redraw of chapter 11's block picture only")
     parser.add_argument("--quick", action="store_true", help="one small size, eager only: seconds (a smoke test)")
     args = parser.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    if args.figure:
+        time_figure()
+        return
     if not flex_attention_available():
         sys.exit(f"torch {torch.__version__} has no torch.nn.attention.flex_attention (it needs 2.5 or newer)")
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
     seq_lens, windows = ((256,), (64,)) if args.quick else (SEQ_LENS, WINDOWS)
     compiled = None if (args.quick or args.no_compile) else torch.compile(flex_attention)
     pairs = 3 if args.quick else args.pairs
@@ -121,6 +126,21 @@ def main(argv: list[str] | None = None) -> None:
         path = RESULTS / f"cpu-{record['date']}.json"
         path.write_text(json.dumps(record, indent=1) + "\n")
         print(f"recorded {path.relative_to(RESULTS.parents[3])}")
+
+
+def time_figure(repeats: int = 9) -> None:
+    """Median time of what one slider change does at chapter 11's defaults: build the mask, draw, render a PNG."""
+    import io
+
+    from mha_lib.chapters.flex import plot_block_mask
+
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        plot_block_mask(1024, 128, 128).savefig(io.BytesIO(), format="png")
+        times.append(time.perf_counter() - start)
+    print(f"one redraw at seq_len 1024, window 128, block 128: median {statistics.median(times) * 1e3:.0f} ms, "
+          f"min {min(times) * 1e3:.0f} ms over {repeats} ({torch.get_num_threads()} threads)")
 
 
 if __name__ == "__main__":

@@ -249,7 +249,7 @@ def test_block_counts_and_figure():
     assert block_counts(256, 256, 64) == {"full": 6, "partial": 4, "skipped": 6, "total": 16}  # plain causal
     fig = plot_block_mask(256, 32, 64)
     assert isinstance(fig, Figure) and len(fig.axes) == 2
-    assert "56% skipped" in fig.axes[1].get_title()
+    assert "9 of 16 skipped (56%)" in fig.axes[1].get_title()
     assert fig.axes[0].get_xlabel() == "keys" and fig.axes[0].get_ylabel() == "queries"
     other = plot_block_mask(64, 0, 16, mask_mod=prefix_lm_mask_mod(20))
     assert other._suptitle.get_text() == "the given mask"

@@ -42,16 +42,24 @@ def plot_block_mask(seq_len: int, window: int, block_size: int, mask_mod: MaskMo
     mask = dense_mask(mask_mod, 1, 1, seq_len, seq_len)[0, 0]  # (queries, kvpairs)
     tiles = block_tiles(mask, block_size)  # (query tiles, key tiles)
     skipped = (tiles == SKIPPED).float().mean().item()
-    fig = Figure(figsize=(9, 4.2), layout="constrained")
+    fig = Figure(figsize=(9, 4.4))  # fixed margins: a constrained layout would double the time of a redraw
+    fig.subplots_adjust(left=0.08, right=0.97, bottom=0.11, top=0.80, wspace=0.35)
     dense_ax, tile_ax = fig.subplots(1, 2)
-    dense_ax.imshow(mask.numpy(), cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
+    dense_ax.imshow(mask.numpy(), cmap="Blues", vmin=0, vmax=1, interpolation="none")
     dense_ax.set(title=f"dense mask, {seq_len} x {seq_len} (blue: may attend)", xlabel="keys", ylabel="queries")
     edges = [x - 0.5 for x in range(0, seq_len, block_size)][1:]
-    for edge in edges:
+    for edge in edges if len(edges) <= 16 else []:  # tile borders, where they stay readable
         dense_ax.axhline(edge, color="grey", linewidth=0.5)
         dense_ax.axvline(edge, color="grey", linewidth=0.5)
-    tile_ax.imshow(tiles.numpy(), cmap=_TILE_COLOURS, vmin=0, vmax=2, interpolation="nearest")
-    tile_ax.set(title=f"tiles of {block_size}: {skipped:.0%} skipped\n(grey skipped, orange partial, blue full)",
+    tile_ax.imshow(tiles.numpy(), cmap=_TILE_COLOURS, vmin=0, vmax=2, interpolation="none")
+    # few explicit ticks: matplotlib's automatic ticks take a third of the time of a redraw
+    dense_ticks = [x for x in range(0, seq_len, block_size)][:: -(-seq_len // block_size // 4) or 1]
+    tile_ticks = list(range(0, tiles.shape[-1], -(-tiles.shape[-1] // 8) or 1))
+    dense_ax.set(xticks=dense_ticks, yticks=dense_ticks)
+    tile_ax.set(xticks=tile_ticks, yticks=tile_ticks)
+    num_skipped = int((tiles == SKIPPED).sum())
+    tile_ax.set(title=f"tiles of {block_size}: {num_skipped} of {tiles.numel()} skipped ({skipped:.0%})\n"
+                      "(grey skipped, orange partial, blue full)",
                 xlabel="key tiles", ylabel="query tiles")
     fig.suptitle(title)
     return fig
