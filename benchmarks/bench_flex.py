@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"torch {torch.__version__}, CPU {device_name('cpu')}, {torch.get_num_threads()} threads, batch "
           f"{BATCH_SIZE}, {NUM_HEADS} heads, head_dim {HEAD_DIM}, float32, inference, block {BLOCK_SIZE}")
     rows, compile_s = [], {}
-    warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")  # eager on purpose
-    with torch.no_grad():
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")  # eager on purpose
         for n in seq_lens:
             q, k, v = (torch.randn(BATCH_SIZE, NUM_HEADS, n, HEAD_DIM) for _ in range(3))
             for window in windows:

@@ -283,3 +283,20 @@ def test_load_flex_record_names_a_missing_field(tmp_path):
     path.write_text('{"device_name": "x", "torch": "2", "date": "d", "rows": []}')
     with pytest.raises(ValueError, match="compile_s"):
         load_flex_record(path)
+
+
+# the benchmark script
+
+
+@needs_flex
+def test_bench_flex_quick_runs_and_checks(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_flex.py"
+    spec = importlib.util.spec_from_file_location("bench_flex", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.main(["--quick", "--number", "1"])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and "eager_flex_over_dense" in lines[1] and "skipped_tiles 0.25" in lines[1]
