@@ -25,7 +25,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ._validation import require_positive_int, require_tensor
+from ._validation import require_bool, require_positive_int, require_tensor
 
 __all__ = [
     "MaskMod", "ScoreMod", "alibi_score_mod", "alibi_slopes", "apply_score_mod", "block_tiles", "causal_mask_mod",
@@ -133,8 +133,7 @@ def sliding_window_mask_mod(window: int, *, causal: bool = False) -> MaskMod:
     ``window - 1`` keys after it.
     """
     window = require_positive_int("window", window)
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False, got {causal!r}")
+    require_bool("causal", causal)
 
     def local(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
         return (q_idx - kv_idx).abs() < window
@@ -175,8 +174,7 @@ def document_mask_mod(document_ids: Tensor, *, causal: bool = True) -> MaskMod:
         - document_ids: ``(batch_size, sequence)`` integer, the document each position belongs to
     """
     document_ids = _require_int_tensor("document_ids", document_ids, (2,), "of shape (batch_size, sequence)")
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False, got {causal!r}")
+    require_bool("causal", causal)
 
     def same_document(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
         same = document_ids[b, q_idx] == document_ids[b, kv_idx]

@@ -217,6 +217,8 @@ def test_block_tiles_agree_with_create_block_mask():
 @pytest.mark.parametrize("call, error, words", [
     (lambda: sliding_window_mask_mod(0), ValueError, "window"),
     (lambda: sliding_window_mask_mod(2.5), TypeError, "window"),
+    (lambda: sliding_window_mask_mod(2, causal="yes"), TypeError, "causal"),
+    (lambda: document_mask_mod(torch.zeros(1, 5, dtype=torch.long), causal=1), TypeError, "causal"),
     (lambda: padding_mask_mod(torch.tensor([1.0])), TypeError, "valid_lens"),
     (lambda: padding_mask_mod(torch.tensor([2, -1])), ValueError, "valid_lens"),
     (lambda: padding_mask_mod(torch.tensor([[2]])), ValueError, "valid_lens"),
