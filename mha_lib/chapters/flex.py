@@ -103,7 +103,7 @@ def plot_flex_costs(record: dict[str, Any]) -> Figure:
     width = 0.8 / len(names)
     for i, name in enumerate(names):
         positions = [j + (i - (len(names) - 1) / 2) * width for j in range(len(rows))]
-        ax.bar(positions, [row[f"{name}_ms"] for row in rows], width, label=name.replace("_", " "))
+        ax.bar(positions, [row[f"{name}_ms"] for row in rows], width, label={"dense_sdpa": "dense SDPA", "eager_flex": "eager flex", "compiled_flex": "compiled flex"}[name])
     ax.set_xticks(range(len(rows)), [f"n={row['seq_len']}\nwindow {row['window']}" for row in rows])
     ax.set(yscale="log", ylabel="ms per call (median)",
            title=f"CPU ({record['threads']} thread{'s' if record['threads'] != 1 else ''}), torch {record['torch']}, "
