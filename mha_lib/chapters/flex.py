@@ -19,6 +19,7 @@ from ..flex import FULL, PARTIAL, SKIPPED, MaskMod, block_tiles, dense_mask, sli
 
 __all__ = ["block_counts", "flex_cost_lines", "load_flex_record", "plot_block_mask", "plot_flex_costs"]
 
+_LABELS = {"dense_sdpa": "dense SDPA", "eager_flex": "eager flex", "compiled_flex": "compiled flex"}
 _TILE_COLOURS = ListedColormap(["#f2f2f2", "#f4a259", "#3c6e9f"])  # skipped, partial, full
 
 
@@ -103,7 +104,7 @@ def plot_flex_costs(record: dict[str, Any]) -> Figure:
     width = 0.8 / len(names)
     for i, name in enumerate(names):
         positions = [j + (i - (len(names) - 1) / 2) * width for j in range(len(rows))]
-        ax.bar(positions, [row[f"{name}_ms"] for row in rows], width, label={"dense_sdpa": "dense SDPA", "eager_flex": "eager flex", "compiled_flex": "compiled flex"}[name])
+        ax.bar(positions, [row[f"{name}_ms"] for row in rows], width, label=_LABELS[name])
     ax.set_xticks(range(len(rows)), [f"n={row['seq_len']}\nwindow {row['window']}" for row in rows])
     ax.set(yscale="log", ylabel="ms per call (median)",
            title=f"CPU ({record['threads']} thread{'s' if record['threads'] != 1 else ''}), torch {record['torch']}, "
