@@ -1,0 +1,147 @@
+"""Time chapter 11's masks: dense SDPA with a boolean mask, eager flex_attention and compiled flex_attention.
+
+Causal sliding-window self-attention (mha_lib.flex.sliding_window_mask_mod(window, causal=True)), float32,
+inference, batch 1, 4 heads, head_dim 16, for a few sequence lengths and windows. The three ways are timed in
+this one process, alternately (neither always runs second, on a warmer cache), with torch.utils.benchmark; the
+printed numbers are median times per call and the median of the per-pair ratios against dense SDPA. The
+first call of the compiled function (torch.compile builds the kernel: tens of seconds on a CPU) is reported
+separately, once per sequence length, and never mixed into the medians. The block size is 128 (flex's default).
+
+    python benchmarks/bench_flex.py [--pairs 7] [--threads N] [--record] [--quick]
+    python benchmarks/bench_flex.py --figure    # one slider change of chapter 11 at its defaults, drawn to PNG
+
+--record writes the table, with the machine, torch version and date, to
+mha_lib/_bench/results/flex/<device>-<date>.json, which chapter 11 reads. Only the CPU is timed here (no GPU
+was lent when the recording was made); the script refuses nothing on a GPU machine but times the CPU only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+import sys
+import time
+import warnings
+from functools import partial
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.utils import benchmark
+
+from mha_lib import set_seed
+from mha_lib._bench.timing import device_name
+from mha_lib.flex import SKIPPED, block_tiles, dense_mask, flex_attention_available, sliding_window_mask_mod
+
+BATCH_SIZE, NUM_HEADS, HEAD_DIM, BLOCK_SIZE = 1, 4, 16, 128
+SEQ_LENS = (512, 2048)
+WINDOWS = (64, 512)
+RESULTS = Path(__file__).resolve().parents[1] / "mha_lib" / "_bench" / "results" / "flex"
+
+
+def paired_times(fns: dict[str, object], pairs: int, number: int) -> dict[str, list[float]]:
+    """Per-measurement times (seconds per call) of each function, measured in rotating order."""
+    timers = {name: benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
+              for name, fn in fns.items()}
+    names = list(fns)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(pairs):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            times[name].append(timers[name].timeit(number).median)
+    return times
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=7, help="rotating measurements per comparison")
+    parser.add_argument("--number", type=int, default=2, help="calls per measurement")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads for PyTorch (default: as now)")
+    parser.add_argument("--record", action="store_true", help="write the JSON chapter 11 reads")
+    parser.add_argument("--no-compile", action="store_true", help="skip compiled flex (no C compiler)")
+    parser.add_argument("--figure", action="store_true", help="time one redraw of chapter 11's block picture only")
+    parser.add_argument("--quick", action="store_true", help="one small size, eager only: seconds (a smoke test)")
+    args = parser.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    if args.figure:
+        time_figure()
+        return
+    if not flex_attention_available():
+        sys.exit(f"torch {torch.__version__} has no torch.nn.attention.flex_attention (it needs 2.5 or newer)")
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    seq_lens, windows = ((256,), (64,)) if args.quick else (SEQ_LENS, WINDOWS)
+    compiled = None if (args.quick or args.no_compile) else torch.compile(flex_attention)
+    pairs = 3 if args.quick else args.pairs
+    set_seed(0)
+    print(f"torch {torch.__version__}, CPU {device_name('cpu')}, {torch.get_num_threads()} threads, batch "
+          f"{BATCH_SIZE}, {NUM_HEADS} heads, head_dim {HEAD_DIM}, float32, inference, block {BLOCK_SIZE}")
+    rows, compile_s = [], {}
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")  # eager on purpose
+        for n in seq_lens:
+            q, k, v = (torch.randn(BATCH_SIZE, NUM_HEADS, n, HEAD_DIM) for _ in range(3))
+            for window in windows:
+                mask_mod = sliding_window_mask_mod(window, causal=True)
+                block_mask = create_block_mask(mask_mod, None, None, n, n, device="cpu", BLOCK_SIZE=BLOCK_SIZE)
+                mask = dense_mask(mask_mod, 1, 1, n, n)[0, 0]  # (n, n)
+                skipped = (block_tiles(mask, BLOCK_SIZE) == SKIPPED).float().mean().item()
+                fns = {"dense_sdpa": partial(F.scaled_dot_product_attention, q, k, v, attn_mask=mask),
+                       "eager_flex": partial(flex_attention, q, k, v, block_mask=block_mask)}
+                if compiled is not None:
+                    fns["compiled_flex"] = partial(compiled, q, k, v, block_mask=block_mask)
+                    if n not in compile_s:
+                        start = time.perf_counter()
+                        compiled(q, k, v, block_mask=block_mask)
+                        compile_s[n] = time.perf_counter() - start
+                expected = fns["dense_sdpa"]()
+                for fn in fns.values():
+                    torch.testing.assert_close(fn(), expected, atol=1e-5, rtol=1e-5)
+                times = paired_times(fns, pairs, args.number)
+                row = {"seq_len": n, "window": window, "skipped_tiles": round(skipped, 4)}
+                for name, values in times.items():
+                    row[f"{name}_ms"] = round(statistics.median(values) * 1e3, 4)
+                    if name != "dense_sdpa":
+                        ratios = [a / b for a, b in zip(values, times["dense_sdpa"], strict=True)]
+                        row[f"{name}_over_dense"] = round(statistics.median(ratios), 3)
+                rows.append(row)
+                print("  ".join(f"{key} {value}" for key, value in row.items()))
+    for n, seconds in compile_s.items():
+        print(f"first compiled call at n={n}: {seconds:.1f} s (compilation)")
+    if args.record:
+        record = {
+            "what": "causal sliding-window self-attention, chapter 11 (benchmarks/bench_flex.py)",
+            "device": "cpu", "device_name": device_name("cpu"), "torch": torch.__version__,
+            "date": datetime.date.today().isoformat(), "threads": torch.get_num_threads(),
+            "command": "python benchmarks/bench_flex.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "sizes": {"batch_size": BATCH_SIZE, "num_heads": NUM_HEADS, "head_dim": HEAD_DIM, "block_size": BLOCK_SIZE},
+            "pairs": pairs, "number": args.number,
+            "note": "a shared machine, other jobs running: ratios are steadier than times; no GPU was measured",
+            "compile_s": {str(n): round(s, 1) for n, s in compile_s.items()},
+            "rows": rows,
+        }
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        path = RESULTS / f"cpu-{record['date']}.json"
+        path.write_text(json.dumps(record, indent=1) + "\n")
+        print(f"recorded {path.relative_to(RESULTS.parents[3])}")
+
+
+def time_figure(repeats: int = 9) -> None:
+    """Median time of what one slider change does at chapter 11's defaults: build the mask, draw, render a PNG."""
+    import io
+
+    from mha_lib.chapters.flex import plot_block_mask
+
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        plot_block_mask(1024, 128, 128).savefig(io.BytesIO(), format="png")
+        times.append(time.perf_counter() - start)
+    print(f"one redraw at seq_len 1024, window 128, block 128: median {statistics.median(times) * 1e3:.0f} ms, "
+          f"min {min(times) * 1e3:.0f} ms over {repeats} ({torch.get_num_threads()} threads)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""Chapter 11's helpers: the dense-versus-block picture of a mask, and the recorded timing table.
+
+Each returns data, a string or a ``Figure``, so it is tested without a browser; the notebook only wires
+sliders to :func:`plot_block_mask`.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+
+from .._validation import require_positive_int
+from ..flex import FULL, PARTIAL, SKIPPED, MaskMod, block_tiles, dense_mask, sliding_window_mask_mod
+
+__all__ = ["block_counts", "flex_cost_lines", "load_flex_record", "plot_block_mask", "plot_flex_costs"]
+
+_LABELS = {"dense_sdpa": "dense SDPA", "eager_flex": "eager flex", "compiled_flex": "compiled flex"}
+_TILE_COLOURS = ListedColormap(["#f2f2f2", "#f4a259", "#3c6e9f"])  # skipped, partial, full
+
+
+def block_counts(seq_len: int, window: int, block_size: int, mask_mod: MaskMod | None = None) -> dict[str, int]:
+    """How many tiles of the score matrix are full, partial and skipped for a (causal sliding-window) mask."""
+    seq_len = require_positive_int("seq_len", seq_len)
+    mask_mod = mask_mod if mask_mod is not None else sliding_window_mask_mod(window, causal=True)
+    tiles = block_tiles(dense_mask(mask_mod, 1, 1, seq_len, seq_len)[0, 0], block_size)  # (rows, cols)
+    return {"full": int((tiles == FULL).sum()), "partial": int((tiles == PARTIAL).sum()),
+            "skipped": int((tiles == SKIPPED).sum()), "total": tiles.numel()}
+
+
+def plot_block_mask(seq_len: int, window: int, block_size: int, mask_mod: MaskMod | None = None) -> Figure:
+    """The dense mask (left) and its tiles (right: full, partial, skipped), titled with the fraction skipped.
+
+    Without ``mask_mod`` the mask is the causal sliding window of ``window`` keys.
+    """
+    seq_len = require_positive_int("seq_len", seq_len)
+    title = "the given mask" if mask_mod is not None else f"causal sliding window of {window} keys"
+    mask_mod = mask_mod if mask_mod is not None else sliding_window_mask_mod(window, causal=True)
+    mask = dense_mask(mask_mod, 1, 1, seq_len, seq_len)[0, 0]  # (queries, kvpairs)
+    tiles = block_tiles(mask, block_size)  # (query tiles, key tiles)
+    skipped = (tiles == SKIPPED).float().mean().item()
+    fig = Figure(figsize=(9, 4.4))  # fixed margins: a constrained layout would double the time of a redraw
+    fig.subplots_adjust(left=0.08, right=0.97, bottom=0.11, top=0.80, wspace=0.35)
+    dense_ax, tile_ax = fig.subplots(1, 2)
+    dense_ax.imshow(mask.numpy(), cmap="Blues", vmin=0, vmax=1, interpolation="none")
+    dense_ax.set(title=f"dense mask, {seq_len} x {seq_len} (blue: may attend)", xlabel="keys", ylabel="queries")
+    edges = [x - 0.5 for x in range(0, seq_len, block_size)][1:]
+    for edge in edges if len(edges) <= 16 else []:  # tile borders, where they stay readable
+        dense_ax.axhline(edge, color="grey", linewidth=0.5)
+        dense_ax.axvline(edge, color="grey", linewidth=0.5)
+    tile_ax.imshow(tiles.numpy(), cmap=_TILE_COLOURS, vmin=0, vmax=2, interpolation="none")
+    # few explicit ticks: matplotlib's automatic ticks take a third of the time of a redraw
+    dense_ticks = [x for x in range(0, seq_len, block_size)][:: -(-seq_len // block_size // 4) or 1]
+    tile_ticks = list(range(0, tiles.shape[-1], -(-tiles.shape[-1] // 8) or 1))
+    dense_ax.set(xticks=dense_ticks, yticks=dense_ticks)
+    tile_ax.set(xticks=tile_ticks, yticks=tile_ticks)
+    num_skipped = int((tiles == SKIPPED).sum())
+    tile_ax.set(title=f"tiles of {block_size}: {num_skipped} of {tiles.numel()} skipped ({skipped:.0%})\n"
+                      "(grey skipped, orange partial, blue full)",
+                xlabel="key tiles", ylabel="query tiles")
+    fig.suptitle(title)
+    return fig
+
+
+def load_flex_record(path: str | Path | None = None) -> dict[str, Any]:
+    """The newest recording of ``benchmarks/bench_flex.py`` shipped with the package (or the one at ``path``)."""
+    if path is None:
+        folder = Path(str(resources.files("mha_lib._bench") / "results" / "flex"))
+        files = sorted(folder.glob("*.json"))
+        if not files:
+            raise FileNotFoundError(f"no recording in {folder.name}/: run python benchmarks/bench_flex.py --record")
+        path = files[-1]
+    record = json.loads(Path(path).read_text())
+    for key in ("device_name", "torch", "date", "rows", "compile_s"):
+        if key not in record:
+            raise ValueError(f"the recording {Path(path).name} lacks the field {key!r}")
+    return record
+
+
+def flex_cost_lines(record: dict[str, Any]) -> list[str]:
+    """The recorded table as aligned lines: times per call and ratios to dense SDPA."""
+    compiled = "compiled_flex_ms" in record["rows"][0]
+    head = f"{'n':>5} {'window':>6} {'skipped':>7} {'dense SDPA':>10} {'eager flex':>15}"
+    lines = [head + (f" {'compiled flex':>15}" if compiled else "")]
+    for row in record["rows"]:
+        line = (f"{row['seq_len']:5d} {row['window']:6d} {row['skipped_tiles']:7.0%} {row['dense_sdpa_ms']:7.2f} ms "
+                f"{row['eager_flex_ms']:7.2f} ms {row['eager_flex_over_dense']:4.1f}x")
+        if compiled:
+            line += f" {row['compiled_flex_ms']:7.2f} ms {row['compiled_flex_over_dense']:4.1f}x"
+        lines.append(line)
+    return lines
+
+
+def plot_flex_costs(record: dict[str, Any]) -> Figure:
+    """Bars of the recorded median times (log scale), one group per (length, window)."""
+    rows = record["rows"]
+    names = [name for name in ("dense_sdpa", "eager_flex", "compiled_flex") if f"{name}_ms" in rows[0]]
+    fig = Figure(figsize=(8, 3.6), layout="constrained")
+    ax = fig.subplots()
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+        positions = [j + (i - (len(names) - 1) / 2) * width for j in range(len(rows))]
+        ax.bar(positions, [row[f"{name}_ms"] for row in rows], width, label=_LABELS[name])
+    ax.set_xticks(range(len(rows)), [f"n={row['seq_len']}\nwindow {row['window']}" for row in rows])
+    ax.set(yscale="log", ylabel="ms per call (median)",
+           title=f"CPU ({record['threads']} thread{'s' if record['threads'] != 1 else ''}), torch {record['torch']}, "
+                 f"{record['date']}")
+    ax.legend()
+    return fig
+
+

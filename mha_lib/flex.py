@@ -1,0 +1,327 @@
+"""Masks and position biases as small functions, in the form of PyTorch's FlexAttention.
+
+``torch.nn.attention.flex_attention`` (PyTorch >= 2.5) describes a mask by a function instead of a tensor:
+
+- a ``mask_mod(b, h, q_idx, kv_idx) -> bool`` says whether query ``q_idx`` of batch entry ``b``, head ``h``
+  may attend to key ``kv_idx`` (True = may attend, the polarity of :mod:`mha_lib.masks`);
+- a ``score_mod(score, b, h, q_idx, kv_idx) -> score`` changes one scaled score before the softmax
+  (a position bias, a cap).
+
+Each builder here returns such a function. The functions use only element-wise tensor operations and
+indexing, so they also work on whole broadcast grids of indices: :func:`dense_mask` and
+:func:`apply_score_mod` call them that way, giving the dense tensor every mask can be checked against.
+
+Glossary: ``batch_size``, ``num_heads``, ``num_queries`` and ``num_kvpairs`` as in the rest of the library;
+``block_size`` is the side of one tile of the score matrix.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import numbers
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from ._validation import require_bool, require_positive_int, require_tensor
+
+__all__ = [
+    "MaskMod", "ScoreMod", "alibi_score_mod", "alibi_slopes", "apply_score_mod", "block_tiles", "causal_mask_mod",
+    "dense_mask", "document_mask_mod", "flex_attention_available", "key_padding_mask_mod", "padding_mask_mod",
+    "prefix_lm_mask_mod", "relative_bias_score_mod", "sink_mask_mod", "sliding_window_mask_mod",
+    "softcap_score_mod",
+]
+
+MaskMod = Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]
+ScoreMod = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], Tensor]
+
+SKIPPED, PARTIAL, FULL = 0, 1, 2  # the three kinds of tile in block_tiles
+
+
+def flex_attention_available() -> bool:
+    """True if this torch has ``torch.nn.attention.flex_attention`` (PyTorch 2.5 or newer)."""
+    try:
+        return importlib.util.find_spec("torch.nn.attention.flex_attention") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+# ----- argument checks shared by the builders -------------------------------------------------------------------
+
+
+def _require_int_tensor(name: str, x: object, ranks: tuple[int, ...], layout: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a tensor of integers {layout}, got {type(x).__name__}")
+    if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integers (e.g. torch.long), got dtype {x.dtype}")
+    if x.dim() not in ranks:
+        raise ValueError(f"{name} must be a tensor {layout}, got shape {tuple(x.shape)}")
+    return x
+
+
+def _require_nonnegative_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int >= 0, got {value!r} (a {type(value).__name__})")
+    if value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    return int(value)
+
+
+def _require_positive_real(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a positive number, got {value!r} (a {type(value).__name__})")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be a positive, finite number, got {value!r}")
+    return float(value)
+
+
+# ----- mask_mods ----------------------------------------------------------------------------------------------------
+
+
+def padding_mask_mod(valid_lens: Tensor) -> MaskMod:
+    """d2l's ``valid_lens``: batch entry ``b`` sees its first ``valid_lens[b]`` keys only.
+
+    A row with ``valid_lens[b] == 0`` sees no key at all.
+
+    Shape:
+        - valid_lens: ``(batch_size,)``, integer, each ``>= 0``
+    """
+    valid_lens = _require_int_tensor("valid_lens", valid_lens, (1,), "of shape (batch_size,)")
+    if valid_lens.numel() and int(valid_lens.min()) < 0:
+        raise ValueError(f"valid_lens must be >= 0, got {valid_lens.tolist()}")
+
+    def padding(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        return kv_idx < valid_lens[b]
+
+    return padding
+
+
+def key_padding_mask_mod(key_padding_mask: Tensor) -> MaskMod:
+    """``nn.MultiheadAttention``'s ``key_padding_mask`` (True = IGNORE this key), turned into True = may attend.
+
+    Shape:
+        - key_padding_mask: ``(batch_size, num_kvpairs)``, boolean, True where a key is padding
+    """
+    if not isinstance(key_padding_mask, Tensor) or key_padding_mask.dtype != torch.bool:
+        got = key_padding_mask.dtype if isinstance(key_padding_mask, Tensor) else type(key_padding_mask).__name__
+        raise TypeError(f"key_padding_mask must be a boolean tensor (True = ignore), got {got}")
+    if key_padding_mask.dim() != 2:
+        raise ValueError("key_padding_mask must have shape (batch_size, num_kvpairs), "
+                         f"got {tuple(key_padding_mask.shape)}")
+
+    def not_padding(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        return ~key_padding_mask[b, kv_idx]  # the polarity flips here, once
+
+    return not_padding
+
+
+def causal_mask_mod() -> MaskMod:
+    """Query ``i`` sees keys ``0..i`` (top-left aligned, like ``is_causal=True``)."""
+
+    def causal(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        return kv_idx <= q_idx
+
+    return causal
+
+
+def sliding_window_mask_mod(window: int, *, causal: bool = False) -> MaskMod:
+    """Local attention: query ``i`` sees the keys fewer than ``window`` positions away.
+
+    With ``causal=True`` it sees key ``i`` and the ``window - 1`` keys before it; without, also the
+    ``window - 1`` keys after it.
+    """
+    window = require_positive_int("window", window)
+    require_bool("causal", causal)
+
+    def local(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        return (q_idx - kv_idx).abs() < window
+
+    def causal_local(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        return (kv_idx <= q_idx) & (q_idx - kv_idx < window)
+
+    return causal_local if causal else local
+
+
+def prefix_lm_mask_mod(prefix_len: int | Tensor) -> MaskMod:
+    """Prefix-LM: every query sees the whole prefix (bidirectional), the rest is causal.
+
+    Shape:
+        - prefix_len: an int, or ``(batch_size,)`` integer (one prefix length per batch entry)
+    """
+    if isinstance(prefix_len, Tensor):
+        prefix_len = _require_int_tensor("prefix_len", prefix_len, (1,), "of shape (batch_size,)")
+
+        def prefix_of(b: Tensor) -> Tensor:
+            return prefix_len[b]
+    else:
+        length = _require_nonnegative_int("prefix_len", prefix_len)
+
+        def prefix_of(b: Tensor) -> int:
+            return length
+
+    def prefix_lm(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        return (kv_idx < prefix_of(b)) | (kv_idx <= q_idx)
+
+    return prefix_lm
+
+
+def document_mask_mod(document_ids: Tensor, *, causal: bool = True) -> MaskMod:
+    """Packed documents: a token sees only tokens of its own document (and, if causal, not later ones).
+
+    Shape:
+        - document_ids: ``(batch_size, sequence)`` integer, the document each position belongs to
+    """
+    document_ids = _require_int_tensor("document_ids", document_ids, (2,), "of shape (batch_size, sequence)")
+    require_bool("causal", causal)
+
+    def same_document(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        same = document_ids[b, q_idx] == document_ids[b, kv_idx]
+        return same & (kv_idx <= q_idx) if causal else same
+
+    return same_document
+
+
+def sink_mask_mod(num_sink_tokens: int = 1) -> MaskMod:
+    """Attention sink: every query sees the first ``num_sink_tokens`` keys. Combine it with ``or_masks``."""
+    num_sink_tokens = require_positive_int("num_sink_tokens", num_sink_tokens)
+
+    def sink(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        return kv_idx < num_sink_tokens
+
+    return sink
+
+
+# ----- score_mods ---------------------------------------------------------------------------------------------------
+
+
+def alibi_slopes(num_heads: int) -> Tensor:
+    """ALiBi's per-head slopes: the geometric sequence of Press et al. (2022), float32.
+
+    For ``num_heads`` a power of two, head ``h`` (from 0) has slope ``2 ** (-8 * (h + 1) / num_heads)``.
+    Otherwise the paper's code takes the slopes of the power of two just below, then every other slope of
+    the power of two just above.
+
+    Shape:
+        - output: ``(num_heads,)``
+    """
+    num_heads = require_positive_int("num_heads", num_heads)
+    return torch.tensor(_alibi_slopes(num_heads), dtype=torch.float32)
+
+
+def _alibi_slopes(num_heads: int) -> list[float]:
+    power = 2 ** math.floor(math.log2(num_heads))  # the largest power of two <= num_heads
+    slopes = [2 ** (-8 * (h + 1) / power) for h in range(power)]
+    if power < num_heads:
+        slopes += [2 ** (-8 * (h + 1) / (2 * power)) for h in range(0, 2 * power, 2)][: num_heads - power]
+    return slopes
+
+
+def alibi_score_mod(num_heads: int) -> ScoreMod:
+    """ALiBi: add ``slope[h] * (kv_idx - q_idx)`` to each score; with a causal mask that is ``-slope * distance``."""
+    slopes = alibi_slopes(num_heads)  # (num_heads,)
+
+    def alibi(score: Tensor, b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        return score + slopes[h] * (kv_idx - q_idx)
+
+    return alibi
+
+
+def relative_bias_score_mod(table: Tensor) -> ScoreMod:
+    """A learned relative-position bias: add ``table[h, kv_idx - q_idx]``, distances clipped to the table.
+
+    Column ``max_distance - 1`` of the table holds distance 0; farther distances share the edge columns
+    (the clipping of Shaw et al. 2018).
+
+    Shape:
+        - table: ``(num_heads, 2 * max_distance - 1)``, floating-point
+    """
+    table = require_tensor("table", table, 2, "(num_heads, 2 * max_distance - 1)")
+    if table.shape[1] % 2 == 0:
+        raise ValueError(f"table must have an odd number of columns (2 * max_distance - 1), got shape "
+                         f"{tuple(table.shape)}")
+    max_distance = (table.shape[1] + 1) // 2
+
+    def relative_bias(score: Tensor, b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        distance = (kv_idx - q_idx).clamp(-(max_distance - 1), max_distance - 1)
+        return score + table[h, distance + max_distance - 1]
+
+    return relative_bias
+
+
+def softcap_score_mod(cap: float) -> ScoreMod:
+    """Tanh soft-capping: ``cap * tanh(score / cap)`` keeps every score inside ``(-cap, cap)`` (Gemma 2 uses 50)."""
+    cap = _require_positive_real("cap", cap)
+
+    def softcap(score: Tensor, b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        return cap * torch.tanh(score / cap)
+
+    return softcap
+
+
+# ----- the dense forms, to check against ----------------------------------------------------------------------------
+
+
+def _index_grids(batch_size: int, num_heads: int, num_queries: int, num_kvpairs: int,
+                 device: torch.device | str | None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    b = torch.arange(batch_size, device=device).view(-1, 1, 1, 1)  # (batch_size, 1, 1, 1)
+    h = torch.arange(num_heads, device=device).view(1, -1, 1, 1)  # (1, num_heads, 1, 1)
+    q_idx = torch.arange(num_queries, device=device).view(1, 1, -1, 1)  # (1, 1, num_queries, 1)
+    kv_idx = torch.arange(num_kvpairs, device=device).view(1, 1, 1, -1)  # (1, 1, 1, num_kvpairs)
+    return b, h, q_idx, kv_idx
+
+
+def dense_mask(mask_mod: MaskMod, batch_size: int, num_heads: int, num_queries: int, num_kvpairs: int, *,
+               device: torch.device | str | None = None) -> Tensor:
+    """Evaluate ``mask_mod`` at every (b, h, q_idx, kv_idx) at once: the dense boolean mask (True = may attend).
+
+    Shape:
+        - output: ``(batch_size, num_heads, num_queries, num_kvpairs)``, boolean
+    """
+    if not callable(mask_mod):
+        raise TypeError(f"mask_mod must be a function (b, h, q_idx, kv_idx) -> bool, got {type(mask_mod).__name__}")
+    sizes = [require_positive_int(name, value) for name, value in (
+        ("batch_size", batch_size), ("num_heads", num_heads), ("num_queries", num_queries),
+        ("num_kvpairs", num_kvpairs))]
+    grids = _index_grids(*sizes, device)
+    mask = torch.as_tensor(mask_mod(*grids), device=device)
+    return mask.to(torch.bool).expand(*sizes).contiguous()  # broadcast -> (batch, heads, queries, kvpairs)
+
+
+def apply_score_mod(score_mod: ScoreMod, scores: Tensor) -> Tensor:
+    """Apply ``score_mod`` to a whole tensor of scaled scores at once: what flex_attention does inside.
+
+    Shape:
+        - scores: ``(batch_size, num_heads, num_queries, num_kvpairs)``, floating-point
+        - output: same shape
+    """
+    if not callable(score_mod):
+        raise TypeError("score_mod must be a function (score, b, h, q_idx, kv_idx) -> score, "
+                        f"got {type(score_mod).__name__}")
+    scores = require_tensor("scores", scores, 4, "(batch_size, num_heads, num_queries, num_kvpairs)")
+    grids = _index_grids(*scores.shape, scores.device)
+    return score_mod(scores, *grids).expand(scores.shape)
+
+
+def block_tiles(mask: Tensor, block_size: int) -> Tensor:
+    """Sort the ``block_size`` x ``block_size`` tiles of a mask: 0 skipped (nothing visible), 1 partial, 2 full.
+
+    A tile at the edge that the sizes cut short is judged on the entries it has.
+
+    Shape:
+        - mask: ``(..., num_queries, num_kvpairs)``, boolean
+        - output: ``(..., ceil(num_queries / block_size), ceil(num_kvpairs / block_size))``, int64
+    """
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.dim() < 2:
+        got = f"shape {tuple(mask.shape)}, dtype {mask.dtype}" if isinstance(mask, Tensor) else type(mask).__name__
+        raise TypeError(f"mask must be a boolean tensor (..., num_queries, num_kvpairs), got {got}")
+    block_size = require_positive_int("block_size", block_size)
+    *lead, num_queries, num_kvpairs = mask.shape
+    rows, cols = -(-num_queries // block_size), -(-num_kvpairs // block_size)
+    pad = (0, cols * block_size - num_kvpairs, 0, rows * block_size - num_queries)
+    visible = torch.nn.functional.pad(mask.to(torch.int64), pad)  # (..., rows*bs, cols*bs); padding is 0
+    inside = torch.nn.functional.pad(torch.ones(num_queries, num_kvpairs, dtype=torch.int64), pad)
+    tiles = visible.reshape(*lead, rows, block_size, cols, block_size).sum(dim=(-3, -1))  # (..., rows, cols)
+    sizes = inside.reshape(rows, block_size, cols, block_size).sum(dim=(-3, -1))  # (rows, cols)
+    return torch.where(tiles == 0, SKIPPED, torch.where(tiles == sizes, FULL, PARTIAL))
