@@ -2,7 +2,7 @@
 
 The names and signatures are those of the d2l book's Chinese edition 2.0 (the ``d2l`` 0.17 package):
 d2l 0.17's own Transformer encoder runs unchanged with ``mha_lib.MultiHeadAttention`` in its place.
-Read the implementation in the order ``masks``, ``functional``, ``modules``, then ``grouped``;
+Read the implementation in the order ``masks``, ``functional``, ``modules``, then ``grouped`` and ``flex``;
 ``chapters`` holds the chapters' helpers and ``exercises`` the self-checking exercises.
 """
 

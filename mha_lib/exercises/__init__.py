@@ -1,4 +1,4 @@
-"""The self-checking exercises: one module per chapter (``ch00`` ... ``ch10``;
+"""The self-checking exercises: one module per chapter (``ch00`` ... ``ch11``;
 chapter 08's are spot-the-bug puzzles without a checker), the grading engine in ``_engine``.
 
 In a chapter, write your answer in the exercise cell, then run the checker cell below it, e.g.
