@@ -22,6 +22,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import psutil
 import pytest
@@ -50,6 +51,7 @@ from playwright.sync_api import Browser, Locator, Page, expect
 ROOT = Path(__file__).resolve().parents[2]
 EXPLORER = "05_interactive_explorer.ipynb"
 SPLITTING_HEADS = "03_splitting_heads.ipynb"
+MASKS_AS_FUNCTIONS = "11_masks_as_functions.ipynb"
 
 
 # --- the server -----------------------------------------------------------------------------------------------
@@ -103,6 +105,25 @@ def test_chapter_03_shows_the_10_to_27_trace_as_stored(lab_server: LabServer, br
         screenshot(output.locator("xpath=ancestor::*[contains(@class, 'jp-CodeCell')]"),
                    screenshots / "03-1-flatten-10-to-27.png")
         screenshot(panel.locator(".jp-OutputArea-output img").first, screenshots / "03-2-figure.png")
+
+
+def test_chapter_11_runs_flex_attention_in_the_browser_as_stored(lab_server: LabServer, browser: Browser,
+                                                                screenshots: Path):
+    notebook = lab_server.root / MASKS_AS_FUNCTIONS
+    with reader_page(browser, screenshots / "FAILED-11.png") as page:
+        panel = open_notebook(page, lab_server.lab_url(MASKS_AS_FUNCTIONS))
+        run_all_cells(page, panel, notebook)
+        assert error_texts(panel) == []  # no traceback and no warning (eager flex's warning is silenced on purpose)
+        assert broken_images(panel) == 0
+
+        cells = nbformat.read(notebook, as_version=4).cells
+        shown, stored = stdout_by_cell(panel), stored_stdout_by_cell(notebook)
+        assert len(shown) == len(stored) == len(cells)
+        for index, (cell, seen, expected) in enumerate(zip(cells, shown, stored, strict=True)):
+            if not cell.source.startswith("# NBVAL_IGNORE_OUTPUT"):  # a live widget prints what the reader chose
+                assert seen.rstrip() == expected.rstrip(), f"cell {index} prints something else in JupyterLab"
+        assert "5 mask_mods equal their dense masks" in "\n".join(shown)
+        screenshot(panel.locator(".jp-OutputArea-output img").first, screenshots / "11-1-block-mask.png")
 
 
 # --- chapter 05: the explorer ---------------------------------------------------------------------------------
