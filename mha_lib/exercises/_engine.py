@@ -131,10 +131,29 @@ def _function_message(fn: Any, reference: Callable, cases: Sequence[tuple], *, n
                 candidate = wrong(*_copy(args))
             except Exception:  # noqa: BLE001 - a wrong variant that cannot run on this case cannot match
                 continue
-            if not _same(candidate, expected) and _same(got, candidate):
+            if not _same(candidate, expected) and _same(got, candidate) and _agrees_everywhere(fn, wrong, cases):
                 return NOT_YET + hint.format(shape=_shape(got), expected_shape=_shape(expected))
         return NOT_YET + _difference(got, expected, name, where)
     return CORRECT + (success or f"{name} agrees with the reference on {len(cases)} inputs.")
+
+
+def _agrees_everywhere(fn: Callable, wrong: Callable, cases: Sequence[tuple]) -> bool:
+    """True when the reader's function and a typical wrong one give the same result on EVERY case.
+
+    Two mistakes can coincide on one small case (at sizes (1, 2, 3, 4) two FLOP formulas give the same number),
+    so a hint is named only when its mistake explains all of the reader's results.
+    """
+    def outcome(f: Callable, args: tuple) -> tuple[bool, Any]:
+        try:
+            return True, f(*_copy(args))
+        except Exception:  # noqa: BLE001 - failing on a case is an outcome too (e.g. -1e9 in float16)
+            return False, None
+
+    for args in cases:
+        (ran_fn, got), (ran_wrong, candidate) = outcome(fn, args), outcome(wrong, args)
+        if ran_fn != ran_wrong or (ran_fn and not _same(got, candidate)):
+            return False
+    return True
 
 
 def _not_callable(fn: Any, name: str) -> str:
