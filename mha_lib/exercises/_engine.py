@@ -37,6 +37,8 @@ turns it into a stub) and the next code cell calls the checker.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -44,7 +46,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-__all__ = ["CORRECT", "NOT_YET", "check_answer", "check_formula", "check_function", "contains_ellipsis", "int_cases"]
+__all__ = ["CORRECT", "NOT_YET", "assert_passes", "check_answer", "check_formula", "check_function",
+           "contains_ellipsis", "int_cases"]
 
 CORRECT = "✅ Correct: "
 NOT_YET = "❌ Not yet: "
@@ -83,6 +86,22 @@ def check_formula(fn: Any, reference: Callable[..., Any], cases: Sequence[Mappin
     print(_function_message(call(fn), call(reference), [(dict(case),) for case in cases], name=name,
                             arg_names=["arguments"], hints=wrapped, success=success, keywords=True))
 
+
+
+def assert_passes(check: Callable[[Any], None], answer: Any) -> None:
+    """Run a checker as a graded test: print its one line as usual, and raise AssertionError unless it is ✅.
+
+    Autograders (nbgrader) count a test cell as passed when it raises nothing, so a graded cell calls
+    ``assert_passes(check_x, answer)`` where the reader's cell calls ``check_x(answer)``; the reader sees the
+    same line in both cases.
+    """
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        check(answer)
+    line = buffer.getvalue()
+    print(line, end="")
+    if not line.startswith(CORRECT):
+        raise AssertionError(line.strip())
 
 
 def int_cases(specs: Sequence[tuple[int, int, int, int]]) -> list[tuple]:
