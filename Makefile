@@ -145,3 +145,8 @@ $(BROWSER_STAMP): $(STAMP)
 
 test-browser: $(BROWSER_STAMP) ## run chapters 03, 05 and 11 in JupyterLab in headless Chromium (needs chromium)
 	timeout --kill-after=30 1200 $(BIN)/python -m pytest tests/browser
+
+.PHONY: assignments
+COURSE ?= course
+assignments: $(STAMP) ## an nbgrader course in $(COURSE)/: source/ from notebooks/, release/ by nbgrader generate_assignment
+	$(BIN)/python -m tools.nbgrader_course $(COURSE)

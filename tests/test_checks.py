@@ -190,7 +190,7 @@ CHAPTER_02 = [
     (ch02.check_attention, attention_undefined_name, "uses a name that does not exist (NameError"),
     (ch02.check_masked_softmax, softmax_fill_zero, "you filled the hidden scores with 0"),
     (ch02.check_masked_softmax, softmax_minus_1e9, "a row whose valid length is 0 gets the same weight"),
-    (ch02.check_masked_softmax, softmax_minus_inf, "its softmax is NaN"),
+    (ch02.check_masked_softmax, softmax_minus_inf, "comes out NaN"),
     (ch02.check_masked_softmax, softmax_off_by_one, "each row keeps one key too many"),
     (ch02.check_masked_softmax, softmax_in_place, "your function changed its input X"),
     (ch02.check_masked_softmax, softmax_minus_1e9_zeroed, "-1e9 is outside the float16 range"),

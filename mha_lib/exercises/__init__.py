@@ -1,5 +1,5 @@
-"""The self-checking exercises: one module per chapter (``ch00`` ... ``ch11``;
-chapter 08's are spot-the-bug puzzles without a checker), the grading engine in ``_engine``.
+"""The self-checking exercises: one module per chapter (``ch00`` ... ``ch11``), the grading engine in
+``_engine``.
 
 In a chapter, write your answer in the exercise cell, then run the checker cell below it, e.g.
 ``from mha_lib.exercises.ch03 import check_transpose_qkv`` and ``check_transpose_qkv(my_transpose_qkv)``.

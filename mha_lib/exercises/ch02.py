@@ -73,6 +73,11 @@ def _attention_output_only(queries: Tensor, keys: Tensor, values: Tensor) -> Ten
     return _attention_variant(queries, keys, values)[0]
 
 
+def _attention_swapped(queries: Tensor, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
+    output, weights = _attention_variant(queries, keys, values)
+    return weights, output
+
+
 def _attention_cases() -> list[tuple]:
     generator = torch.Generator().manual_seed(0)
     cases = []
@@ -96,6 +101,8 @@ def check_attention(fn: Any) -> None:
         _attention_weights_only: "your function returned only the weights. Return a pair: "
                                  "(weights @ values, weights).",
         _attention_output_only: "your function returned only the output. Return a pair: (output, weights).",
+        _attention_swapped: "your function returned (weights, output); the order is (output, weights), as "
+                            "dot_product_attention and nn.MultiheadAttention return them.",
     }, success="softmax(Q K^T / sqrt(d_k)) V, with the weights of each query summing to 1.")
 
 
@@ -121,6 +128,12 @@ def _masked_softmax_minus_inf(X: Tensor, valid_lens: Tensor) -> Tensor:
     return _masked_softmax_fill(X, valid_lens, float("-inf"))
 
 
+def _masked_softmax_renormalised(X: Tensor, valid_lens: Tensor) -> Tensor:
+    keep = torch.arange(X.shape[-1]) < valid_lens[:, None, None]  # (b, 1, k)
+    weights = F.softmax(X, dim=-1) * keep
+    return weights / weights.sum(dim=-1, keepdim=True)
+
+
 def _masked_softmax_off_by_one(X: Tensor, valid_lens: Tensor) -> Tensor:
     keep = torch.arange(X.shape[-1]) <= valid_lens[:, None, None]  # one key too many
     return F.softmax(X.masked_fill(~keep, torch.finfo(X.dtype).min), dim=-1).masked_fill(~keep, 0.0)
@@ -143,9 +156,13 @@ def check_masked_softmax(fn: Any) -> None:
         _masked_softmax_large_negative: "almost: a row whose valid length is 0 gets the same weight on every "
                                         "hidden key. Set the weights of hidden keys to 0 after the softmax "
                                         "(e.g. masked_fill(~mask, 0.0)).",
-        _masked_softmax_minus_inf: "with -inf, a row whose valid length is 0 has only -inf scores and its "
-                                   "softmax is NaN. Fill with torch.finfo(X.dtype).min and set the hidden "
-                                   "weights to 0 after the softmax.",
+        _masked_softmax_minus_inf: "a row whose valid length is 0 comes out NaN: with a -inf fill its scores "
+                                   "are all -inf, and renormalising softmax(X) * mask divides 0 by 0. Keep "
+                                   "your approach but set the weights of hidden keys to 0 afterwards (e.g. "
+                                   "torch.nan_to_num(weights, nan=0.0) or masked_fill(~mask, 0.0)).",
+        _masked_softmax_renormalised: "a row whose valid length is 0 comes out NaN: renormalising softmax(X) * mask "
+                                      "divides 0 by 0 there. Set the weights of such rows to 0 afterwards (e.g. "
+                                      "torch.nan_to_num(weights, nan=0.0)).",
         _masked_softmax_off_by_one: "each row keeps one key too many: key j is valid when j < valid_len, "
                                     "not j <= valid_len.",
     }, success="hidden keys get weight exactly 0, and a row with valid length 0 is all zeros, not NaN.",

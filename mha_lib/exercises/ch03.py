@@ -22,6 +22,10 @@ def check_folded_sample(answer: Any) -> None:
         ((9, 2, 2), 5): "sample 5 is head-major order (h * batch_size + b). After permute(0, 2, 1, 3) the heads of "
                         "one sentence sit next to each other: sample = b * num_heads + h.",
         ((9, 2, 2), 6): "samples are counted from 0: sentence 2, head 1 is 2 * 3 + 1.",
+        ((9, 2, 2), 8): "Python counts from 0: the first sample is sample 0, so sentence 2, head 1 is 2 * 3 + 1 = 7, "
+                        "not 8.",
+        ((9, 2, 2), 3): "sentence 2 and head 1 are indices counted from 0 (as in X[2]), not the second sentence and "
+                        "the first head: sample = 2 * 3 + 1.",
         ((3, 3, 2, 2), 7): "that is the shape after the permute; the last reshape folds batch and heads into "
                            "one axis of 3 * 3 = 9 samples.",
         ((9, 2, 3), 7): "head_dim = num_hiddens // num_heads = 6 // 3 = 2, not 3.",

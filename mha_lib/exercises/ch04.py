@@ -113,6 +113,8 @@ def check_mha_parameter_answer(answer: Any) -> None:
                    "input features: each is 256 x 512 (plus 512 biases); only W_o is 512 x 512.",
         1_048_576: "that is 4 * 512^2: W_q, W_k and W_v take 256 input features (256 x 512 each), and bias=True "
                    "adds biases.",
+        655_872: "bias=True gives ALL four projections a bias of num_hiddens = 512, not only W_o: "
+                 "W_q, W_k and W_v have theirs too.",
         5_259_264: "the number of heads does not change the count: the heads split num_hiddens between them.",
     }, success="3 * (256 * 512 + 512) + (512 * 512 + 512) = 657408; the number of heads plays no part.")
 

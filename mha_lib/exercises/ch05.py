@@ -10,7 +10,7 @@ from typing import Any
 
 from ..chapters.anatomy import mha_flops
 from ..masks import causal_mask
-from ._engine import check_answer, check_formula, contains_ellipsis
+from ._engine import NOT_YET, check_answer, check_formula, contains_ellipsis
 
 __all__ = ['check_explorer_split_shape', 'check_grey_cells', 'check_mha_flops', 'check_num_heads_options',
            'check_score_memory_answer']
@@ -28,8 +28,26 @@ def check_num_heads_options(answer: Any) -> None:
     }
     if isinstance(answer, (list, tuple, set)) and not contains_ellipsis(answer):
         answer = tuple(sorted(answer)) if all(isinstance(a, int) for a in answer) else tuple(answer)
+        if all(isinstance(a, int) for a in answer) and answer != tuple(expected) and answer not in hints:
+            print(NOT_YET + _divisor_hint(answer))
+            return
     check_answer(answer, tuple(expected), name="the num_heads options", hints=hints,
                  success="the divisors of 48; each one gives a whole head_dim = 48 / num_heads.")
+
+
+def _divisor_hint(answer: tuple[int, ...]) -> str:
+    """A hint for a list of whole numbers that is not the divisors of 48, without giving away how many there are."""
+    wrong = [a for a in answer if a <= 0 or 48 % a != 0]
+    if wrong:
+        examples = ", ".join(f"48 / {a} = {48 / a:g}" if a > 0 else f"{a} heads" for a in wrong[:3])
+        return (f"{wrong} cannot be num_heads: the slider offers only the numbers that divide 48 exactly, so that "
+                f"head_dim = 48 / num_heads is whole ({examples}).")
+    if answer == (1, 2, 4, 8, 16):
+        return "these powers of two divide 48, but so do 3, 6, 12, 24 and 48: 48 = 2^4 * 3."
+    if len(set(answer)) != len(answer):
+        return "each value appears once on the slider: remove the repeated numbers."
+    return ("every number in your list divides 48, but some divisors are missing: try each number from 1 to 48 "
+            "(48 = 2^4 * 3, so the divisors mix powers of 2 and 3).")
 
 
 def check_explorer_split_shape(answer: Any) -> None:
@@ -60,6 +78,9 @@ def check_mha_flops(fn: Any) -> None:
             "one projection is missing: W_q, W_k, W_v and the output projection W_o each cost 2 * rows * d^2.",
         lambda b, n_q, n_kv, d: _mha_flops_total(b, n_q, n_kv, d) - 2 * b * n_q * n_kv * d:
             "attention has TWO products: the scores Q K^T and the weighted sum weights @ V.",
+        lambda b, n_q, n_kv, d: 4 * b * (n_q + n_kv) * d * d:
+            "you counted the four projections only; attention itself adds two products, the scores Q K^T and "
+            "weights @ V, each 2 * b * n_q * n_kv * d FLOPs.",
         lambda b, n_q, n_kv, d: 8 * b * n_q * d * d + 4 * b * n_q * n_q * d:
             "the keys and values have num_kvpairs rows, not num_queries: W_k and W_v cost 2 * b * n_kv * d^2 "
             "each, and the products 2 * b * n_q * n_kv * d each.",
@@ -73,6 +94,9 @@ def check_score_memory_answer(answer: Any) -> None:
         33_554_432: "every head has its own score matrix: multiply by num_heads = 16.",
         1_073_741_824: "that counts the scores and the softmax weights together; the question asks for the "
                        "scores only.",
+        512: "that is the size in MiB (2^20 bytes each); the question asks for the number of bytes: "
+             "512 * 2^20.",
+        0.5: "that is the size in GiB (2^30 bytes each); the question asks for the number of bytes.",
         524_288: "the score matrix is num_queries x num_kvpairs = 1024 x 1024 per head and sequence: it grows "
                  "as n^2, not n.",
     }, success="8 * 16 * 1024 * 1024 * 4 bytes = 512 MiB, for one layer's scores alone.")

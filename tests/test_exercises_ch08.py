@@ -1,0 +1,69 @@
+"""Chapter 08's checkers: the right answer passes (in several forms), each typical mistake gets its own hint."""
+
+import pytest
+import torch
+
+from mha_lib.exercises import ch08
+from mha_lib.exercises._engine import CORRECT, NOT_YET
+
+
+def run(capsys, checker, answer) -> str:
+    assert checker(answer) is None
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1, out
+    return out.rstrip("\n")
+
+
+def finfo_fill(scores, mask, dim=-1):
+    return torch.softmax(scores.masked_fill(mask == 0, torch.finfo(scores.dtype).min), dim=dim)
+
+
+@pytest.mark.parametrize("answer", [
+    finfo_fill,
+    lambda s, m: torch.softmax(s.masked_fill(~m.bool(), torch.finfo(s.dtype).min), dim=-1),
+    lambda s, m: torch.softmax(s.masked_fill(m == 0, float("-inf")), dim=-1),  # no fully hidden row here
+    lambda s, m: torch.softmax(s.float().masked_fill(m == 0, -1e9), dim=2).half(),  # float32 inside
+])
+def test_fixed_softmax_right_answers_pass(capsys, answer):
+    assert run(capsys, ch08.check_fixed_masked_softmax, answer).startswith(CORRECT)
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (lambda s, m: torch.softmax(s.masked_fill(m == 0, -1e9), dim=1), "outside the float16 range"),
+    (lambda s, m: torch.softmax(s.masked_fill(m == 0, -1e9), dim=-1), "outside the float16 range"),
+    (lambda s, m: finfo_fill(s, m, dim=1), "still runs over dim=1"),
+    (lambda s, m: torch.softmax(s.masked_fill(m != 0, torch.finfo(s.dtype).min), dim=-1), "the mask is inverted"),
+])
+def test_fixed_softmax_hints(capsys, answer, phrase):
+    line = run(capsys, ch08.check_fixed_masked_softmax, answer)
+    assert line.startswith(NOT_YET) and phrase in line, line
+
+
+@pytest.mark.parametrize("answer", [([3, 3], [5, 5]), (torch.tensor([2, 2]), torch.tensor([4, 4])), [[1, 1], [2, 2]]])
+def test_lens_right_answers_pass(capsys, answer):
+    assert run(capsys, ch08.check_lens_that_hide_bug4, answer).startswith(CORRECT)
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (([3, 2], [5, 5]), "they agree only when the two lengths are the same"),
+    (([3, 3], [3, 3]), "must differ"),
+    (([3, 3, 3], [5, 5, 5]), "batch_size = 2 numbers"),
+    (([..., ...], [..., ...]), "replace each ..."),
+])
+def test_lens_hints(capsys, answer, phrase):
+    line = run(capsys, ch08.check_lens_that_hide_bug4, answer)
+    assert line.startswith(NOT_YET) and phrase in line, line
+
+
+@pytest.mark.parametrize("answer", [float("-inf"), -float("inf"), torch.tensor(float("-inf"), dtype=torch.float16)])
+def test_finfo_right_answers_pass(capsys, answer):
+    assert run(capsys, ch08.check_finfo_min_minus_100, answer).startswith(CORRECT)
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (-65604, "float16 cannot hold -65604"), (-65504, "100 is not lost in rounding"),
+    (float("nan"), "not NaN"), (..., "replace each ..."),
+])
+def test_finfo_hints(capsys, answer, phrase):
+    line = run(capsys, ch08.check_finfo_min_minus_100, answer)
+    assert line.startswith(NOT_YET) and phrase in line, line

@@ -1,0 +1,53 @@
+"""The nbgrader round trip, without a hub: generate the assignment from chapter 08, submit a correct and a wrong
+notebook, autograde both with nbgrader itself, and read the scores from nbgrader's gradebook."""
+
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+nbgrader_api = pytest.importorskip("nbgrader.api")
+
+from tools.nbgrader_course import nbgrader, write_course  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTER = ROOT / "notebooks" / "08_pitfalls.ipynb"
+
+
+def fill_in(release: Path, answers: dict[str, str]) -> nbformat.NotebookNode:
+    """The released notebook with each '# YOUR CODE HERE' stub of a solution cell replaced by the given code."""
+    nb = nbformat.read(release, as_version=4)
+    solutions = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    assert solutions and all("raise NotImplementedError" in c.source for c in solutions)  # nbgrader's stubs
+    for cell in solutions:
+        key = next(k for k in answers if k in cell.source)
+        cell.source = answers[key]
+    return nb
+
+
+def test_round_trip(tmp_path):
+    course = tmp_path / "course"
+    assert write_course(course, [CHAPTER]) == ["ch08"]
+    nbgrader(course, "generate_assignment", "ch08", "--force")
+    release = course / "release" / "ch08" / CHAPTER.name
+    assert "### BEGIN SOLUTION" not in release.read_text()
+
+    right = {"Exercise 1": "def fixed_softmax(scores, mask):\n    return torch.softmax(scores.masked_fill("
+                           "mask == 0, torch.finfo(scores.dtype).min), dim=-1)",
+             "Exercise 3": "answer_lens = ([2, 2], [7, 7])",
+             "Exercise 4": "answer_overflow = float('-inf')"}
+    wrong = {**right, "Exercise 4": "answer_overflow = -65604"}
+    for student, answers in [("right", right), ("wrong", wrong)]:
+        nbgrader(course, "db", "student", "add", student)
+        target = course / "submitted" / student / "ch08" / CHAPTER.name
+        target.parent.mkdir(parents=True)
+        nbformat.write(fill_in(release, answers), target)
+    nbgrader(course, "autograde", "ch08", "--force")
+
+    with nbgrader_api.Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        scores = {s: gradebook.find_submission("ch08", s).score for s in ("right", "wrong")}
+        max_score = gradebook.find_assignment("ch08").max_score
+    assert max_score == 3
+    assert scores == {"right": 3, "wrong": 2}
+    shutil.rmtree(course)
