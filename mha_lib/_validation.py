@@ -60,6 +60,15 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
         )
 
 
+def require_qk_features(queries: Tensor, keys: Tensor) -> None:
+    """Require queries and keys of one feature size d_k: their dot products need it."""
+    if queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(
+            "queries and keys must have the same number of features d_k to take dot products, "
+            f"got queries {tuple(queries.shape)} and keys {tuple(keys.shape)}"
+        )
+
+
 def require_features(name: str, x: Tensor, expected: int, size_name: str) -> None:
     """Require the last axis of ``x`` to match the size the layer was built with."""
     if x.shape[-1] != expected:

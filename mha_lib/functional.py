@@ -22,7 +22,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._validation import require_bool_mask, require_merge_input, require_qkv, require_split_input, require_tensor
+from ._validation import (
+    require_bool_mask,
+    require_merge_input,
+    require_qk_features,
+    require_qkv,
+    require_split_input,
+    require_tensor,
+)
 from .masks import attention_mask
 
 __all__ = ["dot_product_attention", "masked_softmax", "transpose_output", "transpose_qkv"]
@@ -72,11 +79,7 @@ def dot_product_attention(
         - weights: ``(..., num_queries, num_kvpairs)``
     """
     require_qkv(queries, keys, values)
-    if queries.shape[-1] != keys.shape[-1]:
-        raise ValueError(
-            "queries and keys must have the same number of features d_k to take dot products, "
-            f"got queries {tuple(queries.shape)} and keys {tuple(keys.shape)}"
-        )
+    require_qk_features(queries, keys)
     if mask is not None:
         scores_shape = (*queries.shape[:-1], keys.shape[-2])
         require_bool_mask("mask", mask, scores_shape, "the scores' shape (..., num_queries, num_kvpairs)")

@@ -5,21 +5,10 @@ The wrong solutions are written the way a reader would write them, not copied fr
 
 import pytest
 import torch
+from test_checks import expect_hint, run
 
 from mha_lib.exercises import ch09
-from mha_lib.exercises._engine import CORRECT, NOT_YET
-
-
-def run(capsys, checker, solution) -> str:
-    assert checker(solution) is None
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1, f"a checker prints exactly one line, got:\n{out}"
-    return out.rstrip("\n")
-
-
-def expect_hint(line: str, phrase: str) -> None:
-    assert line.startswith(NOT_YET), line
-    assert phrase in line, f"expected the hint containing {phrase!r}, got:\n{line}"
+from mha_lib.exercises._engine import CORRECT
 
 
 def right_repeat(X, num_groups):

@@ -28,7 +28,7 @@ from torch import Tensor
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
-from .._validation import require_bool_mask, require_qkv, require_tensor
+from .._validation import require_bool_mask, require_qk_features, require_qkv, require_tensor
 
 __all__ = [
     "SoftmaxStep",
@@ -124,11 +124,7 @@ def tiled_attention(
         - output: ``(..., num_queries, value_dim)``
     """
     require_qkv(queries, keys, values)
-    if queries.shape[-1] != keys.shape[-1]:
-        raise ValueError(
-            "queries and keys must have the same number of features d to take dot products, "
-            f"got queries {tuple(queries.shape)} and keys {tuple(keys.shape)}"
-        )
+    require_qk_features(queries, keys)
     tile_size = _require_tile_size(tile_size)
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be True or False, got {causal!r}")
