@@ -21,10 +21,10 @@ import statistics
 
 import torch
 import torch.nn.functional as F
-from torch.utils import benchmark
 
 import mha_lib
 from mha_lib import GroupedQueryAttention, dot_product_attention, repeat_kv_heads
+from mha_lib._bench.timing import paired_times
 from mha_lib.chapters.kv_cache import generate
 
 BATCH_SIZE, SEQ_LEN, NUM_HEADS, NUM_KV_HEADS, HEAD_DIM = 2, 256, 32, 8, 64
@@ -33,14 +33,9 @@ GEN_HIDDENS, GEN_HEADS, GEN_KV_HEADS, PROMPT_LEN, NEW_TOKENS = 256, 8, 2, 16, 12
 
 def paired_ratios(fn, reference, pairs: int, number: int) -> tuple[float, float, float]:
     """Median seconds per call of ``fn`` and ``reference``, and the median of their per-pair ratios."""
-    timers = [benchmark.Timer(stmt="f()", globals={"f": f}, num_threads=torch.get_num_threads())
-              for f in (fn, reference)]
-    times: list[list[float]] = [[], []]
-    for i in range(pairs):
-        for j in ((0, 1) if i % 2 == 0 else (1, 0)):  # neither always runs second, on a warmer cache
-            times[j].append(timers[j].timeit(number).median)
-    ratios = [a / b for a, b in zip(*times, strict=True)]
-    return statistics.median(times[0]), statistics.median(times[1]), statistics.median(ratios)
+    times, reference_times = paired_times(fn, reference, repeats=pairs, number=number)
+    ratios = [a / b for a, b in zip(times, reference_times, strict=True)]
+    return statistics.median(times), statistics.median(reference_times), statistics.median(ratios)
 
 
 def main() -> None:

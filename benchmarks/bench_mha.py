@@ -20,9 +20,9 @@ import statistics
 from dataclasses import dataclass
 
 import torch
-from torch.utils import benchmark
 
 import mha_lib
+from mha_lib._bench.timing import paired_times
 
 
 @dataclass(frozen=True)
@@ -43,24 +43,6 @@ SIZES = {
     "large": Size(32, 128, 512, 8, threads=None, padded=False, number=4,
                   targets={"need_weights=False": 0.90, "need_weights=True": 1.00}),
 }
-
-
-def paired_ratios(ours_fn, theirs_fn, pairs: int, number: int) -> tuple[list[float], list[float], list[float]]:
-    """Time the two functions alternately, ``number`` calls at a time; return the ratios and both times.
-
-    This machine's speed drifts (other jobs, clock changes); timing the pair back to back
-    and comparing within each pair keeps that drift out of the ratio.
-    """
-    timers = [benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
-              for fn in (ours_fn, theirs_fn)]
-    ours_times, theirs_times = [], []
-    for i in range(pairs):
-        order = (0, 1) if i % 2 == 0 else (1, 0)  # neither always runs second, on a warmer cache
-        times = {j: timers[j].timeit(number).median for j in order}
-        ours_times.append(times[0])
-        theirs_times.append(times[1])
-    ratios = [a / b for a, b in zip(ours_times, theirs_times, strict=True)]
-    return ratios, ours_times, theirs_times
 
 
 def run(name: str, size: Size, pairs: int) -> None:
@@ -87,7 +69,8 @@ def run(name: str, size: Size, pairs: int) -> None:
         with torch.inference_mode():
             for path, (ours_fn, theirs_fn) in paths.items():
                 torch.testing.assert_close(ours_fn(), theirs_fn(), rtol=1e-4, atol=1e-5)
-                ratios, ours_times, theirs_times = paired_ratios(ours_fn, theirs_fn, pairs, size.number)
+                ours_times, theirs_times = paired_times(ours_fn, theirs_fn, repeats=pairs, number=size.number)
+                ratios = [a / b for a, b in zip(ours_times, theirs_times, strict=True)]
                 ratio, target = statistics.median(ratios), size.targets[path]
                 print(f"  {path:<20} mha_lib {statistics.median(ours_times) * 1e6:9.1f} us   "
                       f"torch {statistics.median(theirs_times) * 1e6:9.1f} us   ratio {ratio:.3f}x "

@@ -22,9 +22,9 @@ import statistics
 
 import torch
 import torch.nn.functional as F
-from torch.utils import benchmark
 
 from mha_lib import dot_product_attention, set_seed
+from mha_lib._bench.timing import paired_times
 from mha_lib.chapters.tiled import full_score_bytes, tiled_attention, tiled_state_bytes
 
 BATCH_SIZE, NUM_HEADS, HEAD_DIM = 2, 4, 16
@@ -32,16 +32,9 @@ SEQ_LENS = (256, 1024, 2048)
 TILE_SIZES = (64, 256)
 
 
-def paired_ratio(ours, theirs, pairs: int, number: int) -> tuple[float, float, float]:
+def paired_ratio(ours, theirs, pairs: int, number: int, device: str) -> tuple[float, float, float]:
     """Median of the per-pair time ratios ours / theirs, and both median times in seconds per call."""
-    timers = [benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
-              for fn in (ours, theirs)]
-    ours_times, theirs_times = [], []
-    for i in range(pairs):
-        order = (0, 1) if i % 2 == 0 else (1, 0)  # neither always runs second, on a warmer cache
-        times = {j: timers[j].timeit(number).median for j in order}
-        ours_times.append(times[0])
-        theirs_times.append(times[1])
+    ours_times, theirs_times = paired_times(ours, theirs, device, repeats=pairs, number=number)
     ratios = [a / b for a, b in zip(ours_times, theirs_times, strict=True)]
     return statistics.median(ratios), statistics.median(ours_times), statistics.median(theirs_times)
 
@@ -81,7 +74,7 @@ def compare_length(n: int, tile_sizes: tuple[int, ...], pairs: int, number: int,
     scores = full_score_bytes(BATCH_SIZE * NUM_HEADS, n, n)
     for name, (fn, tile) in candidates.items():
         torch.testing.assert_close(fn(), fused(), atol=1e-5, rtol=1e-5)
-        ratio, ours, theirs = paired_ratio(fn, fused, pairs, number)
+        ratio, ours, theirs = paired_ratio(fn, fused, pairs, number, device)
         held = (f"holds {tiled_state_bytes(BATCH_SIZE * NUM_HEADS, n, n, HEAD_DIM, tile) / 2**20:6.2f} MiB"
                 if tile else f"scores {scores / 2**20:6.2f} MiB (x2 with weights)")
         print(f"n={n:5d}  {name:<24} {ours * 1e3:8.3f} ms  SDPA {theirs * 1e3:7.3f} ms  ratio {ratio:5.2f}x   {held}")

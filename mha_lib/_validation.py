@@ -60,6 +60,17 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
         )
 
 
+def require_layer_inputs(queries: object, keys: object, values: object, sizes: tuple[int, int, int],
+                         weight: Tensor) -> None:
+    """Require 3-D queries, keys and values of the ``(query_size, key_size, value_size)`` a layer was built
+    with, in the dtype of its weights."""
+    require_qkv(queries, keys, values, rank=3)
+    for name, x, size, size_name in zip(("queries", "keys", "values"), (queries, keys, values), sizes,
+                                        ("query_size", "key_size", "value_size"), strict=True):
+        require_features(name, x, size, size_name)
+    require_layer_dtype("queries", queries, weight)
+
+
 def require_qk_features(queries: Tensor, keys: Tensor) -> None:
     """Require queries and keys of one feature size d_k: their dot products need it."""
     if queries.shape[-1] != keys.shape[-1]:

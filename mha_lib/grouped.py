@@ -20,12 +20,10 @@ from torch import Tensor, nn
 from ._validation import (
     require_bool,
     require_dropout,
-    require_features,
     require_heads_divide,
     require_kv_heads_divide,
-    require_layer_dtype,
+    require_layer_inputs,
     require_positive_int,
-    require_qkv,
     require_tensor,
 )
 from .functional import _dot_product_attention
@@ -105,6 +103,7 @@ class GroupedQueryAttention(nn.Module):
         self.num_kv_heads = require_kv_heads_divide(num_heads, num_kv_heads)
         self.num_groups = num_heads // num_kv_heads  # query heads per key-value head
         self.head_dim = self.v_head_dim = num_hiddens // num_heads
+        self.query_size, self.key_size, self.value_size = query_size, key_size, value_size
         self.W_q = nn.Linear(query_size, num_heads * self.head_dim, bias=bias)
         self.W_k = nn.Linear(key_size, num_kv_heads * self.head_dim, bias=bias)  # fewer heads than W_q
         self.W_v = nn.Linear(value_size, num_kv_heads * self.head_dim, bias=bias)
@@ -123,11 +122,7 @@ class GroupedQueryAttention(nn.Module):
         attn_mask: Tensor | None = None,
         need_weights: bool = True,
     ) -> Tensor:
-        require_qkv(queries, keys, values, rank=3)
-        require_features("queries", queries, self.W_q.in_features, "query_size")
-        require_features("keys", keys, self.W_k.in_features, "key_size")
-        require_features("values", values, self.W_v.in_features, "value_size")
-        require_layer_dtype("queries", queries, self.W_q.weight)
+        require_layer_inputs(queries, keys, values, (self.query_size, self.key_size, self.value_size), self.W_q.weight)
         require_bool("need_weights", need_weights)
         batch_size, num_queries, _ = queries.shape
         num_kvpairs = keys.shape[1]

@@ -19,6 +19,7 @@ from ._validation import (
     require_features,
     require_heads_divide,
     require_layer_dtype,
+    require_layer_inputs,
     require_positive_int,
     require_qkv,
 )
@@ -170,11 +171,7 @@ class MultiHeadAttention(nn.Module):
         need_weights: bool = True,
     ) -> Tensor:
         # The arguments are checked here, once; everything below trusts them.
-        require_qkv(queries, keys, values, rank=3)
-        require_features("queries", queries, self.query_size, "query_size")
-        require_features("keys", keys, self.key_size, "key_size")
-        require_features("values", values, self.value_size, "value_size")
-        require_layer_dtype("queries", queries, self.W_q.weight)
+        require_layer_inputs(queries, keys, values, (self.query_size, self.key_size, self.value_size), self.W_q.weight)
         require_bool("need_weights", need_weights)
         batch_size, num_queries, _ = queries.shape
         num_kvpairs = keys.shape[1]

@@ -18,8 +18,8 @@ from torch.utils import benchmark
 from .._validation import require_positive_int
 from ..utils import cpu_threads
 
-__all__ = ["available_devices", "device_name", "median_time", "paired_speedups", "resolve_threads", "synchronize",
-           "thread_speedups"]
+__all__ = ["available_devices", "device_name", "median_time", "paired_speedups", "paired_times", "resolve_threads",
+           "synchronize", "thread_speedups"]
 
 
 def available_devices() -> list[torch.device]:
@@ -88,46 +88,55 @@ def median_time(fn: Callable[[], object], device: torch.device | str, min_run_ti
         return timer.blocked_autorange(min_run_time=min_run_time).median
 
 
-def paired_speedups(slow: Callable[[], object], fast: Callable[[], object], device: torch.device | str,
-                    repeats: int = 9, number: int = 5, num_threads: int | None = None) -> list[float]:
-    """Time ``slow`` and ``fast`` back to back ``repeats`` times; return each pair's ratio slow / fast.
+def paired_times(first: Callable[[], object], second: Callable[[], object], device: torch.device | str = "cpu",
+                 repeats: int = 9, number: int = 5, num_threads: int | None = None) -> tuple[list[float], list[float]]:
+    """Time ``first`` and ``second`` back to back ``repeats`` times; return both lists of seconds per call.
 
     On a shared machine the speed drifts while a benchmark runs (other jobs, clock changes).
     Two timings taken right after each other, alternating which goes first, share most of that
-    drift, so it cancels in their ratio; the median of the ratios is a robust summary.
+    drift, so it cancels in their ratio; the median of the per-pair ratios is a robust summary.
     """
     threads = resolve_threads(num_threads)
-    return _paired([(slow, threads), (fast, threads)], torch.device(device), repeats, number)
+    return _paired([(first, threads), (second, threads)], torch.device(device), repeats, number)
+
+
+def paired_speedups(slow: Callable[[], object], fast: Callable[[], object], device: torch.device | str,
+                    repeats: int = 9, number: int = 5, num_threads: int | None = None) -> list[float]:
+    """Each pair's ratio time(slow) / time(fast), timed as in :func:`paired_times`."""
+    return _ratios(*paired_times(slow, fast, device, repeats, number, num_threads))
 
 
 def thread_speedups(fn: Callable[[], object], num_threads: int, repeats: int = 9, number: int = 5) -> list[float]:
     """On the CPU, time ``fn`` with one thread and with ``num_threads`` back to back ``repeats`` times.
 
     Returns each pair's ratio time(1 thread) / time(num_threads): above 1 where the extra threads help.
-    Paired like :func:`paired_speedups`, so a moment of load on the machine hits both sides of a ratio.
+    Paired like :func:`paired_times`, so a moment of load on the machine hits both sides of a ratio.
     """
-    return _paired([(fn, 1), (fn, require_positive_int("num_threads", num_threads))], torch.device("cpu"),
-                   repeats, number)
+    calls = [(fn, 1), (fn, require_positive_int("num_threads", num_threads))]
+    return _ratios(*_paired(calls, torch.device("cpu"), repeats, number))
+
+
+def _ratios(first: list[float], second: list[float]) -> list[float]:
+    return [a / b for a, b in zip(first, second, strict=True)]
 
 
 def _paired(calls: list[tuple[Callable[[], object], int]], device: torch.device, repeats: int,
-            number: int) -> list[float]:
-    """Ratios time(calls[0]) / time(calls[1]), each call timed with its own thread count, alternating order."""
+            number: int) -> tuple[list[float], list[float]]:
+    """Seconds per call of calls[0] and calls[1], each with its own thread count, timed in alternating order."""
     require_positive_int("repeats", repeats)
     require_positive_int("number", number)
     timers = [benchmark.Timer(stmt="fn()", globals={"fn": _synchronized(fn, device)}, num_threads=threads)
               for fn, threads in calls]
-    ratios = []
+    times: tuple[list[float], list[float]] = ([], [])
     with torch.inference_mode():
         for fn, threads in calls:  # warm-up, each with its thread count
             with cpu_threads(threads):
                 fn()
         synchronize(device)
         for i in range(repeats):
-            order = (0, 1) if i % 2 == 0 else (1, 0)  # neither always runs second, on a warmer cache
-            times = {j: timers[j].timeit(number).median for j in order}
-            ratios.append(times[0] / times[1])
-    return ratios
+            for j in ((0, 1) if i % 2 == 0 else (1, 0)):  # neither always runs second, on a warmer cache
+                times[j].append(timers[j].timeit(number).median)
+    return times
 
 
 def _synchronized(fn: Callable[[], object], device: torch.device) -> Callable[[], object]:
