@@ -37,7 +37,7 @@ Building blocks for new exercises (each prints and returns None as above):
 
 Hints may use ``{shape}`` (the shape of the reader's result) and ``{expected_shape}``. For a new exercise,
 add a small wrapper to the chapter's module (``mha_lib/exercises/chNN.py``) rather than calling a building
-block in the notebook: the checker cell stays in the student copy, so an expected value written there
+block in the notebook: the checker cell stays in the reader edition, so an expected value written there
 would give the answer away. In the notebook, the reader's cell is tagged ``solution`` (``python -m tools.editions``
 turns it into a stub in the reader edition, ``chapters/``) and the next code cell calls the checker.
 """
