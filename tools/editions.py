@@ -302,7 +302,7 @@ def nbgrader_problems(path: Path) -> list[str]:
             problems.append(f"{path.name} cell {index}: nbgrader metadata on a cell that is no exercise")
         if index in wanted and is_solution(cell) and (BEGIN not in cell.source or END not in cell.source):
             problems.append(f"{path.name} cell {index}: the solution is not between {BEGIN!r} and {END!r}")
-    ids = [meta["grade_id"] for meta in wanted.values()]
+    ids = [cell.metadata["nbgrader"].get("grade_id") for cell in nb.cells if "nbgrader" in cell.metadata]
     problems += [f"{path.name}: grade_id {name} repeats" for name in sorted({i for i in ids if ids.count(i) > 1})]
     return problems
 
