@@ -86,14 +86,14 @@ lint: $(STAMP) ## ruff on the library, tests, benchmarks and notebooks
 
 outputs: $(STAMP) ## re-execute every notebook in place, each in a fresh kernel, then remake and execute chapters/
 	$(EXECUTE) $(NOTEBOOKS)
-	# Slide breaks depend on how tall the outputs are, so the slide metadata follows every run (tools/lecture).
-	$(BIN)/python -m tools.lecture metadata $(NOTEBOOKS)
 	$(MAKE) editions
 
 # tools/editions.py: refresh nbgrader's metadata in notebooks/ (a no-op unless an exercise was added or changed),
-# write the reader edition chapters/ from notebooks/, and execute it (its checkers print "❌ Not yet").
+# then their slide metadata (slide breaks depend on how tall cells and outputs are: tools/lecture), write the reader
+# edition chapters/ from notebooks/, and execute it (its checkers print "❌ Not yet").
 editions: $(STAMP) ## remake the reader edition chapters/ from notebooks/ and execute it
 	$(BIN)/python -m tools.editions nbgrader $(NOTEBOOKS)
+	$(BIN)/python -m tools.lecture metadata $(NOTEBOOKS)
 	$(BIN)/python -m tools.editions reader $(NOTEBOOKS)
 	$(EXECUTE) $(CHAPTERS)
 
