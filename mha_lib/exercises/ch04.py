@@ -16,7 +16,7 @@ from ..chapters.anatomy import count_parameters
 from ..chapters.why_heads import two_place_inputs, two_place_layer
 from ..functional import masked_softmax, transpose_output, transpose_qkv
 from ..modules import MultiHeadAttention
-from ._engine import CORRECT, NOT_YET, check_answer, check_formula, check_function
+from ._engine import CORRECT, NOT_YET, check_answer, check_formula, check_function, report
 
 __all__ = ['check_blend_answer', 'check_count_mha_parameters', 'check_key_projection', 'check_mha_forward',
            'check_mha_parameter_answer', 'check_mha_shapes']
@@ -59,34 +59,34 @@ def check_key_projection(fn: Any) -> None:
         try:
             matrix = fn(first, second)
         except NotImplementedError:
-            print(NOT_YET + "key_projection still raises NotImplementedError. Write its body in the cell above "
+            report(NOT_YET + "key_projection still raises NotImplementedError. Write its body in the cell above "
                             "(delete the raise line), run that cell, then run this one again.")
             return
         except Exception as error:  # noqa: BLE001 - any error in the reader's code becomes a hint
-            print(NOT_YET + f"key_projection raised {type(error).__name__}: {str(error).splitlines()[0]} ({where}).")
+            report(NOT_YET + f"key_projection raised {type(error).__name__}: {str(error).splitlines()[0]} ({where}).")
             return
         if not isinstance(matrix, Tensor) or matrix.shape != (4, 4) or not matrix.is_floating_point():
             got = tuple(matrix.shape) if isinstance(matrix, Tensor) else type(matrix).__name__
-            print(NOT_YET + f"key_projection should return a float tensor of shape (4, 4), like W_k.weight; got "
+            report(NOT_YET + f"key_projection should return a float tensor of shape (4, 4), like W_k.weight; got "
                             f"{got} ({where}). Start from torch.zeros(4, 4).")
             return
         if _picks(matrix, first, second):
             continue
         if _picks(matrix.T, first, second):
-            print(NOT_YET + "you wrote the matrix that multiplies the keys, W_k; nn.Linear stores its transpose in "
+            report(NOT_YET + "you wrote the matrix that multiplies the keys, W_k; nn.Linear stores its transpose in "
                             "W_k.weight (out_features, in_features): row i makes projected feature i, column j "
                             f"reads input feature j. Transpose it ({where}).")
         elif _picks(matrix, second, first):
-            print(NOT_YET + "the heads are swapped: head 0 owns projected features 0-1 (rows 0 and 1 of W_k.weight), "
+            report(NOT_YET + "the heads are swapped: head 0 owns projected features 0-1 (rows 0 and 1 of W_k.weight), "
                             f"head 1 owns features 2-3; head 0 must pick first ({where}).")
         else:
             head0, head1 = _head_weights(matrix, first, second)
-            print(NOT_YET + f"head 0 gives position {first} weight {head0:.2f} and head 1 gives position {second} "
+            report(NOT_YET + f"head 0 gives position {first} weight {head0:.2f} and head 1 gives position {second} "
                             f"weight {head1:.2f}; both should be at least 0.9 ({where}). The projected query is "
                             "(10, 0, 10, 0): only features 0 (head 0) and 2 (head 1) can raise a score, so put the "
                             "1s in rows 0 and 2.")
         return
-    print(CORRECT + "row 0 of W_k.weight reads position `first` into head 0's scoring feature, row 2 reads `second` "
+    report(CORRECT + "row 0 of W_k.weight reads position `first` into head 0's scoring feature, row 2 reads `second` "
                     "into head 1's: each head picks its own position with weight above 0.9.")
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ._engine import CORRECT, NOT_YET, check_answer, check_function, contains_ellipsis
+from ._engine import CORRECT, NOT_YET, check_answer, check_function, contains_ellipsis, report
 
 __all__ = ["check_finfo_min_minus_100", "check_fixed_masked_softmax", "check_lens_that_hide_bug4"]
 
@@ -51,25 +51,25 @@ def check_fixed_masked_softmax(fn: Any) -> None:
 def check_lens_that_hide_bug4(answer: Any) -> None:
     """Exercise 3: two different ``valid_lens`` of batch_size 2 for which repeat and repeat_interleave agree."""
     if contains_ellipsis(answer):
-        print(NOT_YET + "replace each ... with a number, then run this cell again.")
+        report(NOT_YET + "replace each ... with a number, then run this cell again.")
         return
     try:
         pair = [torch.as_tensor(lens).reshape(-1).tolist() for lens in answer]
     except (TypeError, ValueError, RuntimeError):
         pair = None
     if pair is None or len(pair) != 2 or any(len(lens) != 2 for lens in pair):
-        print(NOT_YET + "give two valid_lens, each with batch_size = 2 numbers, e.g. ([..., ...], [..., ...]).")
+        report(NOT_YET + "give two valid_lens, each with batch_size = 2 numbers, e.g. ([..., ...], [..., ...]).")
         return
     if pair[0] == pair[1]:
-        print(NOT_YET + "the two valid_lens must differ from each other.")
+        report(NOT_YET + "the two valid_lens must differ from each other.")
         return
     for lens in pair:
         if torch.tensor(lens).repeat(2).tolist() != torch.tensor(lens).repeat_interleave(2).tolist():
             a, b = lens
-            print(NOT_YET + f"{lens}.repeat(2) gives {[a, b, a, b]}, but repeat_interleave(2) gives {[a, a, b, b]}: "
+            report(NOT_YET + f"{lens}.repeat(2) gives {[a, b, a, b]}, but repeat_interleave(2) gives {[a, a, b, b]}: "
                   "they agree only when the two lengths are the same.")
             return
-    print(CORRECT + "repeat and repeat_interleave agree whenever every sentence has the same length, as in a "
+    report(CORRECT + "repeat and repeat_interleave agree whenever every sentence has the same length, as in a "
           "quick test with no padding: the bug hides exactly there.")
 
 
@@ -77,7 +77,7 @@ def check_finfo_min_minus_100(answer: Any) -> None:
     """Exercise 4: ``torch.tensor(torch.finfo(torch.float16).min, dtype=torch.float16) - 100``."""
     value = answer.item() if isinstance(answer, Tensor) and answer.numel() == 1 else answer
     if isinstance(value, float) and value != value:  # NaN is the one number not equal to itself
-        print(NOT_YET + "nothing here is undefined: a finite number minus 100 overflows to -inf, not NaN.")
+        report(NOT_YET + "nothing here is undefined: a finite number minus 100 overflows to -inf, not NaN.")
         return
     check_answer(answer, float("-inf"), name="the result", hints={
         -65604: "float16 cannot hold -65604: its most negative finite number is -65504, and anything below "
