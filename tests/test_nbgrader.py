@@ -12,7 +12,8 @@ nbgrader_api = pytest.importorskip("nbgrader.api")
 from tools.nbgrader_course import nbgrader, write_course  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-CHAPTER = ROOT / "notebooks" / "08_pitfalls.ipynb"
+# The English chapter and its Chinese edition (which has the same code cells and nbgrader metadata, and prints Chinese)
+CHAPTERS = [ROOT / "notebooks" / "08_pitfalls.ipynb", ROOT / "zh-CN" / "notebooks" / "08_pitfalls.ipynb"]
 
 
 def fill_in(release: Path, answers: dict[str, str]) -> nbformat.NotebookNode:
@@ -26,12 +27,13 @@ def fill_in(release: Path, answers: dict[str, str]) -> nbformat.NotebookNode:
     return nb
 
 
-def test_round_trip(tmp_path):
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=["en", "zh_CN"])
+def test_round_trip(tmp_path, chapter):
     """Right answers score full marks, one wrong answer loses its point; nbgrader does every step."""
     course = tmp_path / "course"
-    assert write_course(course, [CHAPTER]) == ["ch08"]
+    assert write_course(course, [chapter]) == ["ch08"]
     nbgrader(course, "generate_assignment", "ch08", "--force")
-    release = course / "release" / "ch08" / CHAPTER.name
+    release = course / "release" / "ch08" / chapter.name
     assert "### BEGIN SOLUTION" not in release.read_text()
     # The checker cells are the instructor's, unchanged: the checkers themselves raise under nbgrader.
     def graded(path: Path) -> list[str]:
@@ -39,7 +41,7 @@ def test_round_trip(tmp_path):
         return [c.source for c in cells if c.metadata.get("nbgrader", {}).get("grade")]
 
     tests = graded(release)
-    assert tests == graded(CHAPTER)
+    assert tests == graded(chapter)
     assert tests and all(t.startswith("check_") for t in tests)
 
     right = {"Exercise 1": "def fixed_softmax(scores, mask):\n    return torch.softmax(scores.masked_fill("
@@ -49,7 +51,7 @@ def test_round_trip(tmp_path):
     wrong = {**right, "Exercise 4": "answer_overflow = -65604"}
     for student, answers in [("right", right), ("wrong", wrong)]:
         nbgrader(course, "db", "student", "add", student)
-        target = course / "submitted" / student / "ch08" / CHAPTER.name
+        target = course / "submitted" / student / "ch08" / chapter.name
         target.parent.mkdir(parents=True)
         nbformat.write(fill_in(release, answers), target)
     nbgrader(course, "autograde", "ch08", "--force")
