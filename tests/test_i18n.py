@@ -1,0 +1,208 @@
+"""mha_lib speaks Chinese (issue 17): the language setting, the message catalogue and what the checkers print."""
+
+import tomllib
+from pathlib import Path
+
+import polib
+import pytest
+
+from mha_lib import i18n
+from mha_lib.exercises import ch02, ch03
+from mha_lib.exercises._engine import CORRECT, NOT_YET, assert_passes
+from mha_lib.i18n import _, figure_text, get_language, set_language
+from tools import translate
+
+ROOT = Path(__file__).resolve().parents[1]
+PO = translate.library_catalogue_path("zh_CN")
+
+
+@pytest.fixture(autouse=True)
+def _english_afterwards():
+    """Every test starts and ends in English, whatever it switched to."""
+    set_language("en")
+    yield
+    set_language("en")
+
+
+def printed(capsys, check, answer) -> str:
+    check(answer)
+    return capsys.readouterr().out
+
+
+# --- the language setting ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("code", ["zh", "zh-CN", "zh_CN"])
+def test_set_language_accepts_the_three_spellings_of_simplified_chinese(code):
+    set_language(code)
+    assert get_language() == "zh_CN"
+    assert _(CORRECT) == "✅ 正确："
+    set_language("en")
+    assert get_language() == "en"
+    assert _(CORRECT) == CORRECT
+
+
+@pytest.mark.parametrize("code", ["fr", "zh_TW", "ZH", "", "english"])
+def test_set_language_refuses_other_codes_naming_the_argument_the_allowed_values_and_what_came(code):
+    with pytest.raises(ValueError) as error:
+        set_language(code)
+    message = str(error.value)
+    assert "code" in message and "'en'" in message and "'zh_CN'" in message and repr(code) in message
+    assert get_language() == "en"
+
+
+def test_set_language_refuses_a_non_string():
+    with pytest.raises(ValueError, match="got 1"):
+        set_language(1)
+
+
+def test_the_empty_message_is_not_the_catalogue_header():
+    set_language("zh_CN")
+    assert _("") == ""
+
+
+# --- the catalogue ----------------------------------------------------------------------------------------------
+
+def test_the_catalogue_has_every_marked_message_translated_and_none_fuzzy():
+    catalogue = polib.pofile(str(PO))
+    entries = {entry.msgid: entry for entry in catalogue if not entry.obsolete}
+    marked = translate.library_messages()
+    assert len(marked) > 250  # the engine, the checkers of chapters 00-11 and the chapters' helpers
+    missing = [message for message in marked if message not in entries]
+    assert not missing, f"run python -m tools.translate update-lib; not in the catalogue: {missing[:3]}"
+    assert not [e.msgid for e in entries.values() if not e.msgstr], "untranslated messages"
+    assert not [e.msgid for e in entries.values() if e.fuzzy], "fuzzy (stale) translations"
+    assert translate.library_problems("zh_CN") == []
+
+
+def test_every_translation_keeps_exactly_the_placeholders_of_its_english():
+    for entry in polib.pofile(str(PO)):
+        assert translate.placeholders(entry.msgstr) == translate.placeholders(entry.msgid), entry.msgid
+
+
+def test_the_committed_mo_is_a_fresh_compile_of_the_po():
+    assert PO.with_suffix(".mo").read_bytes() == translate.compiled(polib.pofile(str(PO)))
+
+
+def test_the_mo_travels_in_the_wheel():
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    found = [path for pattern in package_data["mha_lib"] for path in (ROOT / "mha_lib").glob(pattern)]
+    assert PO.with_suffix(".mo") in found
+
+
+def test_extraction_and_merge_follow_the_gettext_rules(tmp_path):
+    """A new message is untranslated, an unchanged one keeps its translation, a changed one turns fuzzy."""
+    package = tmp_path / "mha_lib"
+    package.mkdir()
+    source = package / "m.py"
+    source.write_text('from .i18n import N_, _\nA = N_("the heads")\nprint(_("the keys"))\nprint(_(A), _(x))\n')
+    catalogue = translate.update_library_catalogue("zh_CN", package)
+    assert {entry.msgid for entry in catalogue} == {"the heads", "the keys"}
+    assert len(translate.library_problems("zh_CN", package)) == 2  # both untranslated
+    for entry in catalogue:
+        entry.msgstr = {"the heads": "各个头", "the keys": "键"}[entry.msgid]
+    catalogue.save(str(package / "locale" / "zh_CN" / "LC_MESSAGES" / "mha_lib.po"))
+    assert translate.library_problems("zh_CN", package) == [  # the .mo was compiled before the translation
+        "mha_lib.mo: not the compiled mha_lib.po (run update-lib)"]
+    source.write_text('from .i18n import N_, _\nA = N_("the heads")\nprint(_("the keys!"))\n')
+    catalogue = translate.update_library_catalogue("zh_CN", package)
+    changed = catalogue.find("the keys!")
+    assert changed.fuzzy and changed.previous_msgid == "the keys" and changed.msgstr == "键"
+    assert catalogue.find("the heads").msgstr == "各个头" and not catalogue.find("the heads").fuzzy
+    assert catalogue.find("the keys") is None
+    problems = translate.library_problems("zh_CN", package)
+    assert len(problems) == 1 and "revise the draft" in problems[0]
+
+
+def test_a_translation_with_other_placeholders_is_reported(tmp_path):
+    package = tmp_path / "mha_lib"
+    package.mkdir()
+    (package / "m.py").write_text('print(_("shape {shape}"))\n')
+    catalogue = translate.update_library_catalogue("zh_CN", package)
+    catalogue[0].msgstr = "形状 {形状}"
+    catalogue.save(str(package / "locale" / "zh_CN" / "LC_MESSAGES" / "mha_lib.po"))
+    catalogue.save_as_mofile(str(package / "locale" / "zh_CN" / "LC_MESSAGES" / "mha_lib.mo"))
+    [problem] = translate.library_problems("zh_CN", package)
+    assert "placeholders" in problem
+
+
+# --- what the checkers print ------------------------------------------------------------------------------------
+
+def _head_major(X, num_heads):
+    b, n, hd = X.shape
+    return X.reshape(b, n, num_heads, hd // num_heads).permute(2, 0, 1, 3).reshape(b * num_heads, n, -1)
+
+
+def _no_permute(X, num_heads):
+    b, n, hd = X.shape
+    return X.reshape(b * num_heads, n, hd // num_heads)
+
+
+CHECKS = [  # (checker, answer, verdict, a few words of the Chinese line)
+    (ch03.check_folded_sample, ((9, 2, 2), 7), CORRECT, "句子 b 的头 h"),
+    (ch03.check_folded_sample, ((9, 2, 2), 5), NOT_YET, "按头优先的顺序"),
+    (ch03.check_folded_sample, ((1, 2), 3), NOT_YET, "折叠后的形状和样本编号"),
+    (ch03.check_transpose_qkv, _head_major, NOT_YET, "按头优先的顺序排列"),
+    (ch03.check_transpose_qkv, _no_permute, NOT_YET, "你的输出形状 (8, 3, 2) 是对的"),  # {shape} filled in
+    (ch02.check_score_variance, (1024, 32), CORRECT, "标准差 32"),
+    (ch02.check_score_variance, (256, 16), NOT_YET, "方差都是 4"),
+    (ch02.check_attention, lambda q, k, v: q @ k, NOT_YET, "形状对不上"),  # the engine's own explanation
+    (ch02.check_attention, ..., NOT_YET, "请传入你的函数 my_attention 本身"),
+]
+
+
+@pytest.mark.parametrize("check, answer, verdict, words", CHECKS)
+def test_a_checker_prints_chinese_in_chinese_and_the_usual_english_after(capsys, check, answer, verdict, words):
+    set_language("en")
+    english = printed(capsys, check, answer)
+    assert english.startswith(verdict) and english.count("\n") == 1
+    set_language("zh_CN")
+    chinese = printed(capsys, check, answer)
+    assert chinese.startswith(_(verdict)) and words in chinese and chinese.count("\n") == 1
+    assert not any(word in chinese for word in (" the ", " is ", "Not yet", "Correct"))
+    set_language("en")
+    assert printed(capsys, check, answer) == english
+
+
+def test_assert_passes_grades_a_chinese_verdict(capsys):
+    set_language("zh_CN")
+    assert_passes(ch03.check_folded_sample, ((9, 2, 2), 7))
+    with pytest.raises(AssertionError, match="还不对"):
+        assert_passes(ch03.check_folded_sample, ((9, 2, 2), 5))
+
+
+# --- figures ----------------------------------------------------------------------------------------------------
+
+def test_figure_text_is_chinese_only_with_a_cjk_font(monkeypatch):
+    set_language("zh_CN")
+    monkeypatch.setattr(i18n, "cjk_font", lambda: "Noto Sans CJK SC")
+    assert figure_text("the number of bytes") == "字节数"
+    monkeypatch.setattr(i18n, "cjk_font", lambda: None)
+    assert figure_text("the number of bytes") == "the number of bytes"  # Colab: English, never empty boxes
+    set_language("en")
+    monkeypatch.setattr(i18n, "cjk_font", lambda: "Noto Sans CJK SC")
+    assert figure_text("the number of bytes") == "the number of bytes"
+
+
+def test_cjk_font_finds_an_installed_font_or_none(monkeypatch):
+    from matplotlib import font_manager
+
+    font = i18n.cjk_font()
+    assert font is None or font in i18n.CJK_FONTS
+    monkeypatch.setattr(font_manager.fontManager, "ttflist", [])
+    assert i18n.cjk_font() is None
+
+
+def test_chinese_adds_the_cjk_font_behind_the_usual_one_and_english_restores_it(monkeypatch):
+    import matplotlib
+
+    before = list(matplotlib.rcParams["font.family"])
+    monkeypatch.setattr(i18n, "cjk_font", lambda: "Noto Sans CJK SC")
+    set_language("zh_CN")
+    assert list(matplotlib.rcParams["font.family"]) == [*before, "Noto Sans CJK SC"]
+    set_language("zh_CN")  # twice: added once
+    assert list(matplotlib.rcParams["font.family"]) == [*before, "Noto Sans CJK SC"]
+    set_language("en")
+    assert list(matplotlib.rcParams["font.family"]) == before
+    monkeypatch.setattr(i18n, "cjk_font", lambda: None)
+    set_language("zh_CN")
+    assert list(matplotlib.rcParams["font.family"]) == before
