@@ -26,12 +26,16 @@ LANGUAGES = ("en", "zh_CN")
 _ALIASES = {"en": "en", "zh": "zh_CN", "zh-CN": "zh_CN", "zh_CN": "zh_CN"}
 # Fonts with Simplified Chinese glyphs, in order of preference: Debian's fonts-noto-cjk, Adobe's name for the same
 # design, the common Linux fallback, then the Windows and macOS system fonts.
+# (Matplotlib reads the first face of Debian's NotoSansCJK-Regular.ttc, named "Noto Sans CJK JP": the same Pan-CJK
+# font, with every Simplified Chinese character.)
 CJK_FONTS = ("Noto Sans CJK SC", "Source Han Sans SC", "WenQuanYi Micro Hei", "SimHei", "Microsoft YaHei",
-             "PingFang SC")
+             "PingFang SC", "Noto Sans CJK JP")
+_CJK_FILES = ("NotoSansCJK", "SourceHanSans", "wqy-microhei", "simhei", "msyh", "PingFang")
 
 _language = "en"
 _translations: gettext.NullTranslations = gettext.NullTranslations()
 _font_family_before: list[str] | None = None  # matplotlib's font.family before set_language added a CJK font
+_rescanned = False  # cjk_font looked past matplotlib's font cache already
 
 
 def set_language(code: str) -> None:
@@ -72,9 +76,23 @@ def N_(message: str) -> str:
 
 def cjk_font() -> str | None:
     """The name of an installed font that matplotlib can use for Chinese text, or None when there is none."""
+    global _rescanned
     from matplotlib import font_manager
 
-    installed = {font.name for font in font_manager.fontManager.ttflist}
+    found = _first_cjk_font(font_manager.fontManager.ttflist)
+    if found is None and not _rescanned:
+        # Matplotlib caches its font list once; a CJK font installed after that (apt-get install fonts-noto-cjk)
+        # is missing from the cache until it is rebuilt. Look for the font files themselves, once per process.
+        _rescanned = True
+        for path in font_manager.findSystemFonts():
+            if any(part.lower() in Path(path).name.lower() for part in _CJK_FILES):
+                font_manager.fontManager.addfont(path)
+        found = _first_cjk_font(font_manager.fontManager.ttflist)
+    return found
+
+
+def _first_cjk_font(fonts: list) -> str | None:
+    installed = {font.name for font in fonts}
     return next((name for name in CJK_FONTS if name in installed), None)
 
 

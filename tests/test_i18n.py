@@ -189,7 +189,9 @@ def test_cjk_font_finds_an_installed_font_or_none(monkeypatch):
     font = i18n.cjk_font()
     assert font is None or font in i18n.CJK_FONTS
     monkeypatch.setattr(font_manager.fontManager, "ttflist", [])
-    assert i18n.cjk_font() is None
+    monkeypatch.setattr(font_manager, "findSystemFonts", lambda: [])
+    monkeypatch.setattr(i18n, "_rescanned", False)
+    assert i18n.cjk_font() is None  # no font in matplotlib's list, and none on disk
 
 
 def test_chinese_adds_the_cjk_font_behind_the_usual_one_and_english_restores_it(monkeypatch):

@@ -12,12 +12,13 @@ update keeps that entry's translation as a draft, marked ``fuzzy`` with the prev
 removed the mark. Blocks without words (a lone formula) are not translated. Poedit, Lokalize or any text
 editor can edit the catalogues.
 
-mha_lib's own messages (the checkers' verdicts and hints, table headers, widget labels) are marked in the source
-as ``_("English")`` or ``N_("English")`` (see mha_lib/i18n.py). ``update-lib`` extracts every such literal with
-``ast`` into ``mha_lib/locale/LANG/LC_MESSAGES/mha_lib.po`` by the same rules (an unchanged message keeps its
-translation, a changed one becomes a fuzzy draft with ``#| msgid``) and compiles ``mha_lib.mo`` beside it, which
-is committed so that the package needs no polib. ``check`` checks that catalogue too: every marked message
-present and translated, none fuzzy, the same ``{placeholders}`` in the translation, the ``.mo`` up to date.
+mha_lib's own messages (the checkers' verdicts and hints, table headers, widget labels, figure text) are marked
+in the source as ``_("English")``, ``N_("English")`` or ``figure_text("English")`` (see mha_lib/i18n.py).
+``update-lib`` extracts every such literal with ``ast`` into ``mha_lib/locale/LANG/LC_MESSAGES/mha_lib.po`` by the
+same rules (an unchanged message keeps its translation, a changed one becomes a fuzzy draft with ``#| msgid``) and
+compiles ``mha_lib.mo`` beside it, which is committed so that the package needs no polib. ``check`` checks that
+catalogue too: every marked message present and translated, none fuzzy, the same ``{placeholders}`` in the
+translation, the ``.mo`` up to date.
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ def catalogue_path(notebook: Path, language: str) -> Path:
 
 
 LIBRARY = ROOT / "mha_lib"
-MARKERS = ("_", "N_")  # the gettext functions of mha_lib.i18n
+MARKERS = ("_", "N_", "figure_text")  # the functions of mha_lib.i18n that mark a message
 PLACEHOLDER = re.compile(r"{([^{}]*)}")
 
 

@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 from torch import Tensor, nn
 
 from .._validation import require_positive_int
+from ..i18n import _
 from ..modules import MultiHeadAttention
 from ..utils import cpu_threads
 
@@ -259,7 +260,8 @@ def print_progress(every: int = 100) -> Callable[[int, float, float], None]:
 
     def callback(step: int, loss: float, accuracy: float) -> None:
         if step % every == 0:
-            print(f"step {step:5d}   loss {loss:7.4f}   held-out accuracy {accuracy:.3f}", flush=True)
+            print(_("step {step:5d}   loss {loss:7.4f}   held-out accuracy {accuracy:.3f}").format(
+                step=step, loss=loss, accuracy=accuracy), flush=True)
 
     return callback
 

@@ -17,6 +17,7 @@ from matplotlib.patches import Patch
 from torch import Tensor
 
 from .._validation import require_merge_input, require_split_input
+from ..i18n import N_, _
 from .tables import format_table
 
 __all__ = [
@@ -27,7 +28,7 @@ __all__ = [
     "trace_transpose_qkv",
 ]
 
-COLUMNS = ("step", "code", "shape", "axes")
+COLUMNS = (N_("step"), N_("code"), N_("shape"), N_("axes"))
 
 
 @dataclass(frozen=True)
@@ -59,14 +60,14 @@ def trace_transpose_qkv(X: Tensor, num_heads: int) -> list[Step]:
     require_split_input(X, num_heads)
     batch_size, seq_len, num_hiddens = X.shape
     head_dim = num_hiddens // num_heads
-    steps = [Step("input", "X", X, "(batch, seq, num_hiddens)")]
+    steps = [Step(N_("input"), "X", X, "(batch, seq, num_hiddens)")]
     # The same three calls, with the same arguments, as mha_lib.transpose_qkv.
     for name, method, args, axes in (
-        ("split features into heads", "reshape", (batch_size, seq_len, num_heads, head_dim),
+        (N_("split features into heads"), "reshape", (batch_size, seq_len, num_heads, head_dim),
          "(batch, seq, heads, head_dim)"),  # (b, n, h*d) -> (b, n, h, d)
-        ("move heads before tokens", "permute", (0, 2, 1, 3),
+        (N_("move heads before tokens"), "permute", (0, 2, 1, 3),
          "(batch, heads, seq, head_dim)"),  # (b, n, h, d) -> (b, h, n, d)
-        ("fold heads into the batch", "reshape", (batch_size * num_heads, seq_len, head_dim),
+        (N_("fold heads into the batch"), "reshape", (batch_size * num_heads, seq_len, head_dim),
          "(batch*heads, seq, head_dim)"),  # (b, h, n, d) -> (b*h, n, d)
     ):
         steps.append(_run(steps[-1].output, name, method, args, axes))
@@ -86,14 +87,14 @@ def trace_transpose_output(X: Tensor, num_heads: int) -> list[Step]:
     require_merge_input(X, num_heads)
     folded, seq_len, head_dim = X.shape
     batch_size = folded // num_heads
-    steps = [Step("input", "X", X, "(batch*heads, seq, head_dim)")]
+    steps = [Step(N_("input"), "X", X, "(batch*heads, seq, head_dim)")]
     # The same three calls, with the same arguments, as mha_lib.transpose_output.
     for name, method, args, axes in (
-        ("unfold heads from the batch", "reshape", (batch_size, num_heads, seq_len, head_dim),
+        (N_("unfold heads from the batch"), "reshape", (batch_size, num_heads, seq_len, head_dim),
          "(batch, heads, seq, head_dim)"),  # (b*h, n, d) -> (b, h, n, d)
-        ("move tokens before heads", "permute", (0, 2, 1, 3),
+        (N_("move tokens before heads"), "permute", (0, 2, 1, 3),
          "(batch, seq, heads, head_dim)"),  # (b, h, n, d) -> (b, n, h, d)
-        ("concatenate the heads", "reshape", (batch_size, seq_len, num_heads * head_dim),
+        (N_("concatenate the heads"), "reshape", (batch_size, seq_len, num_heads * head_dim),
          "(batch, seq, num_hiddens)"),  # (b, n, h, d) -> (b, n, h*d)
     ):
         steps.append(_run(steps[-1].output, name, method, args, axes))
@@ -105,7 +106,7 @@ def shape_table(steps: Sequence[Step], columns: Sequence[str] = COLUMNS) -> str:
     unknown = [column for column in columns if column not in COLUMNS]
     if unknown or not columns:
         raise ValueError(f"columns must be chosen from {COLUMNS}, got {tuple(columns)}")
-    rows = [[{"step": s.name, "code": s.code, "shape": s.shape, "axes": s.axes}[c] for c in columns] for s in steps]
+    rows = [[{"step": _(s.name), "code": s.code, "shape": s.shape, "axes": s.axes}[c] for c in columns] for s in steps]
     return format_table(rows, headers=columns)
 
 
