@@ -17,7 +17,7 @@ from matplotlib.patches import Patch
 from torch import Tensor
 
 from .._validation import require_merge_input, require_split_input
-from ..i18n import N_, _
+from ..i18n import N_, _, figure_text
 from .tables import format_table
 
 __all__ = [
@@ -133,12 +133,14 @@ def draw_transpose_qkv(X: Tensor, num_heads: int) -> Figure:
     before, after = fig.subplots(1, 2, width_ratios=[num_hiddens, 2 * head_dim])
     panels = (
         (before, X.reshape(batch_size * seq_len, num_hiddens), head_before,
-         [f"sentence {b}, token {t}" for b in range(batch_size) for t in range(seq_len)],
-         f"before: X\nshape {tuple(X.shape)}", "feature", "sentence, token"),
+         [figure_text("sentence {b}, token {t}").format(b=b, t=t) for b in range(batch_size) for t in range(seq_len)],
+         figure_text("before: X\nshape {shape}").format(shape=tuple(X.shape)), figure_text("feature"),
+         figure_text("sentence, token")),
         (after, folded.reshape(-1, head_dim), head_after,
-         [f"token {t}" for _ in range(batch_size * num_heads) for t in range(seq_len)],
-         f"after: transpose_qkv(X, {num_heads})\nshape {tuple(folded.shape)}", "feature of the head",
-         "folded sample, token"),
+         [figure_text("token {t}").format(t=t) for _sample in range(batch_size * num_heads) for t in range(seq_len)],
+         figure_text("after: transpose_qkv(X, {num_heads})\nshape {shape}").format(num_heads=num_heads,
+                                                                                  shape=tuple(folded.shape)),
+         figure_text("feature of the head"), figure_text("folded sample, token")),
     )
     for ax, values, heads, labels, title, xlabel, ylabel in panels:
         ax.imshow(heads.numpy(), cmap=colours, vmin=-0.5, vmax=num_heads - 0.5, alpha=0.35)
@@ -153,10 +155,12 @@ def draw_transpose_qkv(X: Tensor, num_heads: int) -> Figure:
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
     for i in range(batch_size * num_heads):  # name each folded sample to the right of its block
-        label = f"sample {i} = sentence {i // num_heads}, head {i % num_heads}"
+        label = figure_text("sample {i} = sentence {sentence}, head {head}").format(i=i, sentence=i // num_heads,
+                                                                                    head=i % num_heads)
         after.text(head_dim - 0.3, (i + 0.5) * seq_len - 0.5, label, va="center", ha="left", fontsize=10)
-    fig.suptitle("transpose_qkv moves every head's numbers into a sample of its own")
-    fig.legend(handles=[Patch(color=f"C{h % 10}", alpha=0.35, label=f"head {h}") for h in range(num_heads)],
+    fig.suptitle(figure_text("transpose_qkv moves every head's numbers into a sample of its own"))
+    fig.legend(handles=[Patch(color=f"C{h % 10}", alpha=0.35, label=figure_text("head {index}").format(index=h))
+                        for h in range(num_heads)],
                loc="outside lower center", ncols=num_heads)
     return fig
 
