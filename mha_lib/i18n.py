@@ -41,8 +41,9 @@ _rescanned = False  # cjk_font looked past matplotlib's font cache already
 def set_language(code: str) -> None:
     """Choose the language of mha_lib's messages: ``"en"`` (default) or ``"zh_CN"`` (also ``"zh"``, ``"zh-CN"``).
 
-    In Chinese, and when a CJK font is installed, matplotlib also gets that font as a fallback for the Chinese
-    characters of figure labels (the Latin letters keep their usual font).
+    In Chinese, and when a CJK font is installed, that font becomes matplotlib's first font family (it has Latin
+    letters too; the usual family stays behind it as a fallback). First, not only a fallback: text with a formula
+    (``$...$``) is laid out by mathtext, which takes its plain characters from the first family alone.
     """
     global _language, _translations
     if not isinstance(code, str) or code not in _ALIASES:
@@ -104,7 +105,7 @@ def figure_text(message: str) -> str:
 
 
 def _use_cjk_font(on: bool) -> None:
-    """Put a CJK font behind matplotlib's usual font (glyph fallback), or restore the font family as it was."""
+    """Put a CJK font in front of matplotlib's usual font family, or restore the font family as it was."""
     global _font_family_before
     import matplotlib
 
@@ -112,7 +113,7 @@ def _use_cjk_font(on: bool) -> None:
         font = cjk_font()
         if font is not None:
             _font_family_before = list(matplotlib.rcParams["font.family"])
-            matplotlib.rcParams["font.family"] = [*_font_family_before, font]
+            matplotlib.rcParams["font.family"] = [font, *_font_family_before]
     elif not on and _font_family_before is not None:
         matplotlib.rcParams["font.family"] = _font_family_before
         _font_family_before = None

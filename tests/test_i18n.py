@@ -194,15 +194,15 @@ def test_cjk_font_finds_an_installed_font_or_none(monkeypatch):
     assert i18n.cjk_font() is None  # no font in matplotlib's list, and none on disk
 
 
-def test_chinese_adds_the_cjk_font_behind_the_usual_one_and_english_restores_it(monkeypatch):
+def test_chinese_puts_the_cjk_font_before_the_usual_one_and_english_restores_it(monkeypatch):
     import matplotlib
 
     before = list(matplotlib.rcParams["font.family"])
     monkeypatch.setattr(i18n, "cjk_font", lambda: "Noto Sans CJK SC")
     set_language("zh_CN")
-    assert list(matplotlib.rcParams["font.family"]) == [*before, "Noto Sans CJK SC"]
+    assert list(matplotlib.rcParams["font.family"]) == ["Noto Sans CJK SC", *before]
     set_language("zh_CN")  # twice: added once
-    assert list(matplotlib.rcParams["font.family"]) == [*before, "Noto Sans CJK SC"]
+    assert list(matplotlib.rcParams["font.family"]) == ["Noto Sans CJK SC", *before]
     set_language("en")
     assert list(matplotlib.rcParams["font.family"]) == before
     monkeypatch.setattr(i18n, "cjk_font", lambda: None)
