@@ -208,3 +208,56 @@ def test_chinese_puts_the_cjk_font_before_the_usual_one_and_english_restores_it(
     monkeypatch.setattr(i18n, "cjk_font", lambda: None)
     set_language("zh_CN")
     assert list(matplotlib.rcParams["font.family"]) == before
+
+
+# --- the chapters' tables -----------------------------------------------------------------------------------------
+
+def chapter_headers() -> set[str]:
+    """Every literal column header that a chapter's code cells pass to format_table."""
+    import ast
+
+    import nbformat
+
+    found = set()
+    for notebook in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in nbformat.read(notebook, as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "format_table":
+                    headers = node.args[1] if len(node.args) > 1 else next(
+                        (k.value for k in node.keywords if k.arg == "headers"), None)
+                    if isinstance(headers, (ast.List, ast.Tuple)):
+                        found |= {e.value for e in headers.elts if isinstance(e, ast.Constant)}
+    return found
+
+
+def is_worded(header: str) -> bool:
+    """A header with an English word in it (not code such as num_heads or W_k.weight, not a unit such as MiB)."""
+    import re
+
+    words = re.findall(r"[A-Za-z_][\w.]*", header)
+    return any("_" not in w and "." not in w and w.islower() and len(w) >= 3 and w != "exp" for w in words)
+
+
+def test_every_worded_header_of_the_chapters_tables_is_in_the_catalogue():
+    headers = chapter_headers()
+    assert {"tensor", "loop over heads", "with cache"} <= headers  # the notebooks were read
+    catalogue = {entry.msgid for entry in polib.pofile(str(PO)) if entry.msgstr}
+    missing = sorted(h for h in headers if is_worded(h) and h not in catalogue)
+    assert not missing, f"add these to CHAPTER_HEADERS in mha_lib/chapters/tables.py, then update-lib: {missing}"
+    assert not is_worded("num_heads") and not is_worded("W_k.weight") and not is_worded("MiB")
+
+
+def test_format_table_prints_chinese_headers_aligned_by_display_width():
+    from mha_lib.chapters.tables import display_width, format_table
+
+    english = format_table([((2, 3), 6)], ["shape", "num_heads"])
+    set_language("zh_CN")
+    chinese = format_table([((2, 3), 6)], ["shape", "num_heads"])
+    assert chinese.splitlines()[0] == "形状    num_heads"  # 形状 is 4 columns wide, padded to the 6 of "(2, 3)"
+    assert [display_width(line) for line in chinese.splitlines()[1:]] == [len(line) for line in
+                                                                           english.splitlines()[1:]]
+    set_language("en")
+    assert format_table([((2, 3), 6)], ["shape", "num_heads"]) == english

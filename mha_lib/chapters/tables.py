@@ -5,9 +5,33 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
-from ..i18n import _
+from ..i18n import N_, _
 
-__all__ = ["display_width", "format_table"]
+__all__ = ["CHAPTER_HEADERS", "display_width", "format_table"]
+
+
+# The column headers that the chapters' code cells pass to format_table, marked for mha_lib's catalogue: a Chinese
+# chapter runs the same code cells, and format_table prints these headers in Chinese. Headers that are code
+# (num_heads, W_k.weight, x_j) or units (MiB, FLOPs) stay as they are. tests/test_i18n.py fails when a chapter prints
+# a worded header that is missing here.
+CHAPTER_HEADERS = (
+    N_("tensor"), N_("shape"), N_("stride"), N_("contiguous"), N_("shares memory with X"), N_("sample"),
+    N_("sentence"), N_("head"), N_("needs"), N_("repeat"), N_("sample i"), N_("sentence i // num_heads"),
+    N_("head i % num_heads"), N_("tokens x features"), N_("counted"), N_("counted, bias"), N_("model"),
+    N_("standard layer"), N_("parameters"), N_("layers"), N_("heads"), N_("kv heads"), N_("kind"),
+    N_("head on t-1"), N_("head on 0"), N_("its weight"), N_("head zeroed"), N_("pair"), N_("local part"),
+    N_("first part"), N_("local drop"), N_("first drop"), N_("mean weight on key t-1"), N_("mean weight on key 0"),
+    N_("seed"), N_("heads on t-1"), N_("heads on 0"), N_("largest drop, one head zeroed"), N_("weight on t-1"),
+    N_("weight on 0"), N_("held-out accuracy at the end"), N_("role"), N_("random heads, 90%"),
+    N_("at initialisation"), N_("trained"), N_("trained - initial"), N_("trained above 95% of random"),
+    N_("local part, t-1 head zeroed"), N_("first part, key-0 head zeroed"), N_("loop over samples"),
+    N_("loop over heads"), N_("batched"), N_("scores shape"), N_("score bytes"), N_("calls"), N_("queries per call"),
+    N_("implementation"), N_("counted (device)"), N_("device name contains"), N_("peak TFLOP/s"), N_("source"),
+    N_("context"), N_("with cache"), N_("without"), N_("ratio"), N_("query heads"),
+    N_("cache bytes per token (float32)"), N_("bytes per token"), N_("explicit (ms)"), N_("fused (ms)"),
+    N_("explicit / fused"), N_("one score tensor (MiB)"), N_("tiles"), N_("counted bytes"),
+    N_("measured peak bytes"), N_("tiled, measured peak bytes"), N_("explicit, measured peak bytes"), N_("value"),
+)
 
 
 def format_table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
