@@ -261,3 +261,66 @@ def test_format_table_prints_chinese_headers_aligned_by_display_width():
                                                                            english.splitlines()[1:]]
     set_language("en")
     assert format_table([((2, 3), 6)], ["shape", "num_heads"]) == english
+
+
+# --- every checker of chapters 01-05 and 07, right and typically wrong, in Chinese --------------------------------
+
+def _every_known_case():
+    """The right answers and typical mistakes that the English tests already hold, reused here."""
+    import test_checks
+    import test_exercises_ch07
+
+    right = [(check, answer) for check, answer in test_checks.CORRECT_SOLUTIONS + test_exercises_ch07.RIGHT]
+    wrong = [(case[0], case[1]) for case in test_checks.CHAPTER_01 + test_checks.CHAPTER_02 + test_checks.CHAPTER_03
+             + test_checks.CHAPTER_04 + test_checks.CHAPTER_05 + test_exercises_ch07.WRONG]
+    return [(check, answer, CORRECT) for check, answer in right] + [(check, answer, NOT_YET) for check, answer in wrong]
+
+
+@pytest.mark.parametrize("check, answer, verdict", _every_known_case())
+def test_every_known_verdict_and_hint_prints_in_chinese(capsys, check, answer, verdict):
+    english = printed(capsys, check, answer)
+    set_language("zh_CN")
+    chinese = printed(capsys, check, answer)
+    assert chinese.startswith(_(verdict)) and chinese.count("\n") == 1
+    assert chinese != english
+    # a Chinese character, or at least Chinese punctuation in a line that is all formula
+    assert any("\u4e00" <= char <= "\u9fff" or "\u3000" <= char <= "\u303f" or "\uff00" <= char <= "\uffef"
+               for char in chinese[len(_(verdict)):])
+
+
+# --- tables and the explorer ------------------------------------------------------------------------------------
+
+def test_the_layer_trace_and_the_explorer_speak_chinese():
+    import torch
+
+    from mha_lib import MultiHeadAttention
+    from mha_lib.chapters.anatomy import format_trace, trace_multi_head_attention
+    from mha_lib.chapters.explorer import ExplorerConfig, render_explorer
+
+    torch.manual_seed(0)
+    layer, x = MultiHeadAttention(8, 8, 8, 8, 2), torch.randn(2, 3, 8)
+    english = format_trace(trace_multi_head_attention(layer, x, x, x, torch.tensor([2, 3])))
+    set_language("zh_CN")
+    chinese = format_trace(trace_multi_head_attention(layer, x, x, x, torch.tensor([2, 3])))
+    assert chinese.splitlines()[0].split() == ["步骤", "运算", "形状"]
+    assert "  拆分头" in chinese and "掩码，按头重复" in chinese and "transpose_qkv(queries)" in chinese
+    views = render_explorer(ExplorerConfig())
+    assert "<th" in views["trace"] and "步骤" in views["trace"] and "参数量" in views["costs"]
+    assert "注意力权重" in views["heatmaps"] and "序列 0" in views["heatmaps"]
+    set_language("en")
+    assert format_trace(trace_multi_head_attention(layer, x, x, x, torch.tensor([2, 3]))) == english
+
+
+@pytest.mark.skipif(i18n.cjk_font() is None, reason="no CJK font installed (e.g. Colab): figures stay English")
+def test_a_chinese_figure_draws_without_a_missing_glyph():
+    import warnings
+
+    from mha_lib.chapters.diagram import draw_multi_head_attention
+
+    set_language("zh_CN")
+    figure = draw_multi_head_attention(2, 3, 5, 8, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns "Glyph ... missing from font(s)" for an empty box
+        figure.savefig(__import__("io").BytesIO(), format="png", dpi=40)
+    texts = [text.get_text() for text in figure.findobj(lambda artist: hasattr(artist, "get_text"))]
+    assert any("多头注意力" in text for text in texts)
