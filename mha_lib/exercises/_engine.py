@@ -28,9 +28,12 @@ Building blocks for new exercises (each prints and returns None as above):
   (FLOPs, parameters, bytes of score memory, ...) as a function; each case is a dict of its arguments,
   e.g. ``{"num_hiddens": 512, "bias": True}``, passed by position in that order.
 
-Hints may use ``{shape}`` (the shape of the reader's result) and ``{expected_shape}``. For a new exercise,
-add a small wrapper to the chapter's module (``mha_lib/exercises/chNN.py``) rather than calling a building
-block in the notebook: the checker cell stays in the student copy, so an expected value written there
+Hints may use ``{shape}`` (the shape of the reader's result) and ``{expected_shape}``. Every name, hint and
+success line is written as ``_("English text")`` (``from ..i18n import _``), inside the checker, so that it prints in
+the reader's language; other values go in through named placeholders, ``_("got {shape}").format(shape=...)``, never
+an f-string (``python -m tools.translate update-lib`` then adds the message to the Chinese catalogue).
+For a new exercise, add a small wrapper to the chapter's module (``mha_lib/exercises/chNN.py``) rather than
+calling a building block in the notebook: the checker cell stays in the student copy, so an expected value written there
 would give the answer away. In the notebook, the reader's cell is tagged ``solution`` (``make student``
 turns it into a stub) and the next code cell calls the checker.
 """
