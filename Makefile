@@ -9,6 +9,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+# The reader edition (tools/editions.py): the same chapters with the exercises unsolved, made from notebooks/.
+CHAPTERS := $(patsubst notebooks/%,chapters/%,$(NOTEBOOKS))
+EXECUTE := $(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.kernel_name=python3 \
+	--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=300 --nbval-sanitize-with tests/nbval_sanitize.cfg
 PORT ?= 8888
 # JupyterLab refuses to start as root unless told to; containers and CI machines often run as root.
@@ -40,7 +44,7 @@ define pip_install
 endef
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-notebooks lint outputs bench bench-batching clean lock
+.PHONY: help setup lab test test-unit test-notebooks lint outputs editions bench bench-batching clean lock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -62,29 +66,36 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(call pip_install,dev)
 	touch $@
 
-# JupyterLab opens on chapter 00 and takes its defaults from .jupyter/lab/settings/overrides.json (no news
-# pop-up); a reader's own settings in ~/.jupyter still win, and nothing is written into the checkout.
-lab: $(STAMP) ## open JupyterLab at chapter 00 on 127.0.0.1, port 8888 (another: make lab PORT=8899)
-	$(BIN)/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) $(ALLOW_ROOT) \
+# JupyterLab opens the reader edition, chapters/, on chapter 00 (exercises unsolved, each solution one click away)
+# and takes its defaults from .jupyter/lab/settings/overrides.json (no news pop-up); a reader's own settings in
+# ~/.jupyter still win, and nothing is written into the checkout.
+lab: $(STAMP) ## open JupyterLab at chapter 00 of the reader edition on 127.0.0.1, port 8888 (another: make lab PORT=8899)
+	$(BIN)/jupyter lab --notebook-dir=chapters --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) $(ALLOW_ROOT) \
 		--LabApp.default_url=/lab/tree/00_start_here.ipynb --LabApp.app_settings_dir=.jupyter/lab/settings
 
-test: test-unit test-notebooks ## run the unit tests, then execute every notebook with nbval (strict)
+test: test-unit test-notebooks ## run the unit tests, then execute every notebook of both editions with nbval (strict)
 
 test-unit: $(STAMP) ## the unit tests only
 	$(BIN)/python -m pytest tests
 
-test-notebooks: $(STAMP) ## execute every notebook and compare each output with the stored one
-	$(BIN)/python -m pytest $(NBVAL) notebooks
+test-notebooks: $(STAMP) ## execute every notebook (notebooks/ and chapters/) and compare each output with the stored one
+	$(BIN)/python -m pytest $(NBVAL) notebooks chapters
 
 lint: $(STAMP) ## ruff on the library, tests, benchmarks and notebooks
 	$(BIN)/ruff check .
 
-outputs: $(STAMP) ## re-execute every notebook in place, top to bottom, each in a fresh kernel
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-		--ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=600 \
-		--ExecutePreprocessor.record_timing=False $(NOTEBOOKS)
-	# Slide breaks depend on how tall the outputs are, so the slide metadata follows every run (tools/lecture).
+outputs: $(STAMP) ## re-execute every notebook in place, each in a fresh kernel, then remake and execute chapters/
+	$(EXECUTE) $(NOTEBOOKS)
+	$(MAKE) editions
+
+# tools/editions.py: refresh nbgrader's metadata in notebooks/ (a no-op unless an exercise was added or changed),
+# then their slide metadata (slide breaks depend on how tall cells and outputs are: tools/lecture), write the reader
+# edition chapters/ from notebooks/, and execute it (its checkers print "❌ Not yet").
+editions: $(STAMP) ## remake the reader edition chapters/ from notebooks/ and execute it
+	$(BIN)/python -m tools.editions nbgrader $(NOTEBOOKS)
 	$(BIN)/python -m tools.lecture metadata $(NOTEBOOKS)
+	$(BIN)/python -m tools.editions reader $(NOTEBOOKS)
+	$(EXECUTE) $(CHAPTERS)
 
 bench: $(STAMP) ## time mha_lib against torch.nn.MultiheadAttention, the chapter 05 explorer and grouped-query attention
 	$(BIN)/python benchmarks/bench_mha.py
@@ -95,7 +106,7 @@ bench-batching: $(STAMP) ## chapter 07's sweeps, recorded in mha_lib/_bench/resu
 	$(BIN)/python benchmarks/bench_batching.py $(ARGS)
 
 clean: ## remove the virtual environment, caches and build output
-	rm -rf $(VENV) build student .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) build course .pytest_cache .ruff_cache *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # requirements.lock pins every package for Linux, macOS and Windows, Python 3.11 and newer. `uv pip compile` keeps
@@ -127,12 +138,6 @@ html: $(STAMP) $(LECTURE_ASSETS) ## every chapter as a static HTML page, with an
 	rm -rf build/html
 	$(BIN)/python -m tools.lecture html --assets $(LECTURE_VENDOR) --out build/html $(NOTEBOOKS)
 
-# Student copies (tools/make_student.py): the notebooks with every cell tagged `solution` replaced by a stub.
-.PHONY: student
-student: $(STAMP) ## student copies of the notebooks, solutions replaced by stubs, in student/
-	rm -rf student
-	$(BIN)/python tools/make_student.py notebooks student
-
 # --- The real-browser test (issue 7): JupyterLab in headless Chromium, as a reader uses it. ---
 # Needs Debian's chromium (`apt-get install chromium`; .ci/run installs it). Playwright drives it and never
 # downloads a browser. Screenshots of every step go to build/screenshots/. `timeout` stops a hung run.
@@ -143,10 +148,10 @@ $(BROWSER_STAMP): $(STAMP)
 	$(call pip_install,dev$(comma)browser)
 	touch $@
 
-test-browser: $(BROWSER_STAMP) ## run chapters 03, 05 and 11 in JupyterLab in headless Chromium (needs chromium)
+test-browser: $(BROWSER_STAMP) ## run chapters/ 03, 05 and 11 in JupyterLab in headless Chromium (needs chromium)
 	timeout --kill-after=30 1200 $(BIN)/python -m pytest tests/browser
 
 .PHONY: assignments
 COURSE ?= course
-assignments: $(STAMP) ## an nbgrader course in $(COURSE)/: source/ from notebooks/, release/ by nbgrader generate_assignment
+assignments: $(STAMP) ## an nbgrader course in $(COURSE)/: source/ = the graded notebooks/, release/ by nbgrader
 	$(BIN)/python -m tools.nbgrader_course $(COURSE)

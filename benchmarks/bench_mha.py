@@ -52,7 +52,7 @@ def run(name: str, size: Size, pairs: int) -> None:
     theirs = mha_lib.to_torch_mha(ours).eval()
     x = torch.randn(size.batch_size, size.seq_len, d)
     valid_lens = torch.tensor([size.seq_len - 3 - i % 4 for i in range(size.batch_size)]) if size.padded else None
-    padding = ~mha_lib.sequence_mask(valid_lens, size.seq_len) if size.padded else None  # PyTorch: True = ignore
+    padding = ~mha_lib.valid_lens_mask(valid_lens, size.seq_len) if size.padded else None  # PyTorch: True = ignore
     paths = {
         "need_weights=False": (
             lambda: ours(x, x, x, valid_lens, need_weights=False),

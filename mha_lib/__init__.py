@@ -8,7 +8,7 @@ Read the implementation in the order ``masks``, ``functional``, ``modules``, the
 
 from .functional import dot_product_attention, masked_softmax, transpose_output, transpose_qkv
 from .grouped import GroupedQueryAttention, kv_head_of, mha_to_gqa, repeat_kv_heads
-from .masks import attention_mask, causal_mask, sequence_mask
+from .masks import attention_mask, causal_mask, sequence_mask, valid_lens_mask
 from .modules import AdditiveAttention, DotProductAttention, GeneralMultiHeadAttention, MultiHeadAttention
 from .plotting import show_heatmaps
 from .utils import cpu_threads, pick_device, set_seed, to_torch_mha
@@ -36,4 +36,5 @@ __all__ = [
     "to_torch_mha",
     "transpose_output",
     "transpose_qkv",
+    "valid_lens_mask",
 ]

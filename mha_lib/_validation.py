@@ -8,6 +8,7 @@ functions check their arguments, then call private helpers that trust them.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import torch
@@ -60,14 +61,15 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
         )
 
 
-def require_layer_inputs(queries: object, keys: object, values: object, sizes: tuple[int, int, int],
+def require_layer_inputs(queries: object, keys: object, values: object, sizes: tuple[int | None, ...],
                          weight: Tensor) -> None:
     """Require 3-D queries, keys and values of the ``(query_size, key_size, value_size)`` a layer was built
-    with, in the dtype of its weights."""
+    with (a size that is None is not known yet and not checked), in the dtype of its weights."""
     require_qkv(queries, keys, values, rank=3)
     for name, x, size, size_name in zip(("queries", "keys", "values"), (queries, keys, values), sizes,
                                         ("query_size", "key_size", "value_size"), strict=True):
-        require_features(name, x, size, size_name)
+        if size is not None:
+            require_features(name, x, size, size_name)
     require_layer_dtype("queries", queries, weight)
 
 
@@ -129,7 +131,7 @@ def require_bool_mask(name: str, mask: object, target: tuple[int, ...], target_n
         got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
         raise TypeError(
             f"{name} must be a boolean tensor (True = may attend), got {got}; "
-            "build one with mha_lib.sequence_mask or mha_lib.causal_mask"
+            "build one with mha_lib.valid_lens_mask or mha_lib.causal_mask"
         )
     try:
         shape = torch.broadcast_shapes(mask.shape, target)
@@ -142,32 +144,38 @@ def require_bool_mask(name: str, mask: object, target: tuple[int, ...], target_n
 
 
 def require_valid_lens(valid_lens: object, shapes: tuple[tuple[int, ...], ...], shape_names: str,
-                       num_kvpairs: int) -> None:
-    """Require integer valid lengths of one of ``shapes``, each in ``[0, num_kvpairs]``.
+                       num_kvpairs: int, name: str = "valid_lens") -> None:
+    """Require valid lengths of one of ``shapes``, whole numbers in ``[0, num_kvpairs]``.
 
-    The values are checked where that is free: on the CPU. On a GPU reading them back would stop the
-    device on every call, so there a length outside the range is not an error: below 0 it hides every
-    key, above ``num_kvpairs`` it hides none.
+    Integer tensors are the rule; a floating-point tensor is accepted when its values are whole, because
+    the d2l book's BERT makes its lengths as float32. The values are checked where that is free: on the
+    CPU. On a GPU reading them back would stop the device on every call, so there a length outside the
+    range is not an error (below 0 it hides every key, above ``num_kvpairs`` it hides none) and a
+    fractional one counts as the next whole number.
     """
     if not isinstance(valid_lens, Tensor):
-        raise TypeError(f"valid_lens must be a tensor of integers, got {type(valid_lens).__name__}")
-    if valid_lens.dtype.is_floating_point or valid_lens.dtype.is_complex or valid_lens.dtype == torch.bool:
-        raise TypeError(
-            f"valid_lens must hold integers (e.g. torch.long), got dtype {valid_lens.dtype}; "
-            "a length of 2.5 key-value pairs has no meaning"
-        )
+        raise TypeError(f"{name} must be a tensor of whole numbers, got {type(valid_lens).__name__}")
+    if valid_lens.dtype.is_complex or valid_lens.dtype == torch.bool:
+        raise TypeError(f"{name} must hold whole numbers (e.g. torch.long), got dtype {valid_lens.dtype}")
     if tuple(valid_lens.shape) not in shapes:
         raise ValueError(
-            f"valid_lens must have shape {' or '.join(str(shape) for shape in shapes)}, "
+            f"{name} must have shape {' or '.join(str(shape) for shape in shapes)}, "
             f"i.e. {shape_names}, got {tuple(valid_lens.shape)}"
         )
     if valid_lens.device.type == "cpu" and valid_lens.numel():
         lengths = valid_lens.reshape(-1).tolist()
+        if valid_lens.dtype.is_floating_point:
+            fractional = [length for length in lengths if not (math.isfinite(length) and length == int(length))]
+            if fractional:
+                raise ValueError(
+                    f"{name} must hold whole numbers (a float tensor is fine if its values are whole), "
+                    f"got {fractional[0]}: a length of {fractional[0]} key-value pairs has no meaning"
+                )
         low, high = min(lengths), max(lengths)
         if low < 0 or high > num_kvpairs:
             raise ValueError(
-                f"valid_lens must lie in [0, {num_kvpairs}] (the number of key-value pairs), "
-                f"got values from {low} to {high}"
+                f"{name} must lie in [0, {num_kvpairs}] (the number of key-value pairs), "
+                f"got values from {low:g} to {high:g}"
             )
 
 

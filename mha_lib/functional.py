@@ -44,7 +44,7 @@ def masked_softmax(X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
 
     Shape:
         - X: ``(batch_size, num_queries, num_kvpairs)``
-        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
+        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, whole numbers
         - output: same as ``X``
     """
     require_tensor("X", X, 3, "(batch_size, num_queries, num_kvpairs)")

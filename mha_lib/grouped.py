@@ -78,7 +78,7 @@ class GroupedQueryAttention(nn.Module):
         - queries: ``(batch_size, num_queries, query_size)``
         - keys: ``(batch_size, num_kvpairs, key_size)``
         - values: ``(batch_size, num_kvpairs, value_size)``
-        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
+        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, whole numbers
         - attn_mask: boolean (True = may attend), broadcastable to ``(batch_size, num_queries, num_kvpairs)``
         - output: ``(batch_size, num_queries, num_hiddens)``
     """

@@ -14,22 +14,41 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._validation import require_bool, require_bool_mask, require_positive_int, require_valid_lens
+from ._validation import require_bool, require_bool_mask, require_positive_int, require_tensor, require_valid_lens
 
-__all__ = ["attention_mask", "causal_mask", "sequence_mask"]
+__all__ = ["attention_mask", "causal_mask", "sequence_mask", "valid_lens_mask"]
 
 
-def sequence_mask(valid_lens: Tensor, num_kvpairs: int) -> Tensor:
+def valid_lens_mask(valid_lens: Tensor, num_kvpairs: int) -> Tensor:
     """Keep the first ``valid_lens`` key-value pairs of each row, mask the rest.
 
     Shape:
-        - valid_lens: any shape ``S``, integer values in ``[0, num_kvpairs]``
+        - valid_lens: any shape ``S``, whole numbers in ``[0, num_kvpairs]``
         - output: ``S + (num_kvpairs,)``, boolean
     """
     num_kvpairs = require_positive_int("num_kvpairs", num_kvpairs)
     shape = tuple(valid_lens.shape) if isinstance(valid_lens, Tensor) else ()
     require_valid_lens(valid_lens, (shape,), "any shape", num_kvpairs)
-    return _sequence_mask(valid_lens, num_kvpairs)
+    return _valid_lens_mask(valid_lens, num_kvpairs)
+
+
+def sequence_mask(X: Tensor, valid_len: Tensor, value: float = 0) -> Tensor:
+    """d2l's ``sequence_mask``: set the entries of ``X`` past each row's valid length to ``value``, in place.
+
+    The d2l book masks a loss with it (``MaskedSoftmaxCELoss``); ``X`` is changed and returned, as there.
+    The attention layers use the boolean :func:`valid_lens_mask` instead.
+
+    Shape:
+        - X: ``(batch_size, num_steps, ...)``
+        - valid_len: ``(batch_size,)``, whole numbers in ``[0, num_steps]``
+        - output: ``X`` itself
+    """
+    require_tensor("X", X, None, "(batch_size, num_steps, ...)", floating=False)
+    if X.dim() < 2:
+        raise ValueError(f"X must have at least 2 axes (batch_size, num_steps, ...), got shape {tuple(X.shape)}")
+    require_valid_lens(valid_len, ((X.shape[0],),), "(batch_size,)", X.shape[1], name="valid_len")
+    keep = _valid_lens_mask(valid_len, X.shape[1])  # (batch_size, num_steps)
+    return X.masked_fill_(~keep.reshape(keep.shape + (1,) * (X.dim() - 2)), value)
 
 
 def causal_mask(
@@ -64,7 +83,7 @@ def attention_mask(
     nothing is masked, so callers can skip masking altogether.
 
     Shape:
-        - valid_lens: ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
+        - valid_lens: ``(batch_size,)`` or ``(batch_size, num_queries)``, whole numbers
         - attn_mask: boolean, broadcastable to ``(batch_size, num_queries, num_kvpairs)``
         - output: ``(batch_size or 1, num_queries or 1, num_kvpairs)``, boolean, or None
     """
@@ -80,8 +99,8 @@ def attention_mask(
     return _attention_mask(num_queries, num_kvpairs, valid_lens, causal, attn_mask, device)
 
 
-def _sequence_mask(valid_lens: Tensor, num_kvpairs: int) -> Tensor:
-    """:func:`sequence_mask` for arguments that were checked already."""
+def _valid_lens_mask(valid_lens: Tensor, num_kvpairs: int) -> Tensor:
+    """:func:`valid_lens_mask` for arguments that were checked already."""
     positions = torch.arange(num_kvpairs, device=valid_lens.device)  # (num_kvpairs,)
     return positions < valid_lens.unsqueeze(-1)  # S -> S + (num_kvpairs,)
 
@@ -93,7 +112,7 @@ def _attention_mask(num_queries: int, num_kvpairs: int, valid_lens: Tensor | Non
     if valid_lens is not None:
         if device is not None and valid_lens.device != device:
             valid_lens = valid_lens.to(device)
-        combined = _sequence_mask(valid_lens, num_kvpairs)
+        combined = _valid_lens_mask(valid_lens, num_kvpairs)
         if valid_lens.dim() == 1:
             combined = combined.unsqueeze(1)  # (batch, kvpairs) -> (batch, 1, kvpairs)
     if causal:

@@ -9,6 +9,10 @@ once, at the top of ``forward``, then only projects, folds heads and calls the f
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -23,10 +27,57 @@ from ._validation import (
     require_positive_int,
     require_qkv,
 )
-from .functional import _dot_product_attention, _masked_softmax, _transpose_output, _transpose_qkv
+from .functional import (
+    _dot_product_attention,
+    _masked_softmax,
+    _transpose_output,
+    _transpose_qkv,
+    transpose_output,
+    transpose_qkv,
+)
 from .masks import attention_mask
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "GeneralMultiHeadAttention", "MultiHeadAttention"]
+
+
+# The constructor forms of the two editions of the d2l book. d2l 0.17 (the Chinese edition 2.0) is given the input
+# sizes; d2l 1.0 (d2l.ai) reads them from the first call, with nn.LazyLinear. A call must fit exactly one form:
+# the functions below are never run, :func:`_bind_d2l_form` only matches a call against their signatures.
+def _multi_head_d2l_0_17(key_size, query_size, value_size, num_hiddens, num_heads, dropout=0.0, bias=False): ...
+def _multi_head_d2l_1_0(num_hiddens, num_heads, dropout=0.0, bias=False): ...
+def _additive_d2l_0_17(key_size, query_size, num_hiddens, dropout=0.0): ...
+def _additive_d2l_1_0(num_hiddens, dropout=0.0): ...
+
+
+def _bind_d2l_form(layer: str, forms: tuple[Callable, Callable], args: tuple, kwargs: dict) -> tuple[int, dict]:
+    """Which of the two ``forms`` (d2l 0.17's, d2l 1.0's) a constructor call fits, and its arguments by name."""
+    for edition, form in enumerate(forms):
+        try:
+            bound = inspect.signature(form).bind(*args, **kwargs)
+        except TypeError:
+            continue
+        bound.apply_defaults()
+        return edition, dict(bound.arguments)
+    raise TypeError(f"{layer} takes the arguments of {_forms(layer, forms)}; got {_call(args, kwargs)}")
+
+
+def _forms(layer: str, forms: tuple[Callable, Callable]) -> str:
+    """The two constructor forms, written out for an error message."""
+    return " or ".join(f"d2l {edition}'s {layer}{inspect.signature(form)}"
+                       for edition, form in zip(("0.17", "1.0"), forms, strict=True))
+
+
+def _require_dropout_of_form(dropout: object, layer: str, forms: tuple[Callable, Callable]) -> float:
+    """:func:`require_dropout`, whose message also shows both forms: a size in the place of ``dropout``
+    usually means the call mixed them up."""
+    try:
+        return require_dropout(dropout)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{error}; {layer} takes the arguments of {_forms(layer, forms)}") from None
+
+
+def _call(args: tuple, kwargs: dict) -> str:
+    return "(" + ", ".join([*map(repr, args), *(f"{name}={value!r}" for name, value in kwargs.items())]) + ")"
 
 
 class DotProductAttention(nn.Module):
@@ -36,7 +87,7 @@ class DotProductAttention(nn.Module):
         - queries: ``(batch_size, num_queries, d)``
         - keys: ``(batch_size, num_kvpairs, d)``
         - values: ``(batch_size, num_kvpairs, value_dim)``
-        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
+        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, whole numbers
         - output: ``(batch_size, num_queries, value_dim)``
     """
 
@@ -63,28 +114,42 @@ class DotProductAttention(nn.Module):
 class AdditiveAttention(nn.Module):
     """Additive attention: the score is ``w_v . tanh(W_q q + W_k k)``, so queries and keys may differ in size.
 
+    Built in either edition's form: ``AdditiveAttention(key_size, query_size, num_hiddens, dropout=0.0)``
+    (d2l 0.17) or ``AdditiveAttention(num_hiddens, dropout=0.0)`` (d2l 1.0, input sizes from the first call).
+
     Shape:
         - queries: ``(batch_size, num_queries, query_size)``
         - keys: ``(batch_size, num_kvpairs, key_size)``
         - values: ``(batch_size, num_kvpairs, value_dim)``
-        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
+        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, whole numbers
         - output: ``(batch_size, num_queries, value_dim)``
     """
 
-    def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
-        for name, size in (("key_size", key_size), ("query_size", query_size), ("num_hiddens", num_hiddens)):
-            require_positive_int(name, size)
-        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
-        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
+        forms = (_additive_d2l_0_17, _additive_d2l_1_0)
+        edition, arguments = _bind_d2l_form("AdditiveAttention", forms, args, kwargs)
+        num_hiddens = require_positive_int("num_hiddens", arguments["num_hiddens"])
+        dropout = _require_dropout_of_form(arguments["dropout"], "AdditiveAttention", forms)
+        if edition == 0:  # d2l 0.17: AdditiveAttention(key_size, query_size, num_hiddens, dropout)
+            self.key_size = require_positive_int("key_size", arguments["key_size"])
+            self.query_size = require_positive_int("query_size", arguments["query_size"])
+            self.W_k = nn.Linear(self.key_size, num_hiddens, bias=False)
+            self.W_q = nn.Linear(self.query_size, num_hiddens, bias=False)
+        else:  # d2l 1.0: AdditiveAttention(num_hiddens, dropout); the first call fixes the input sizes
+            self.key_size = self.query_size = None
+            self.W_k = nn.LazyLinear(num_hiddens, bias=False)
+            self.W_q = nn.LazyLinear(num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
-        self.dropout = nn.Dropout(require_dropout(dropout))
+        self.dropout = nn.Dropout(dropout)
         self.attention_weights: Tensor | None = None
 
     def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None) -> Tensor:
         require_qkv(queries, keys, values, rank=3)
-        require_features("queries", queries, self.W_q.in_features, "query_size")
-        require_features("keys", keys, self.W_k.in_features, "key_size")
+        if self.query_size is None:  # built in d2l 1.0's form: this first call fixes the input sizes
+            self.query_size, self.key_size = queries.shape[-1], keys.shape[-1]
+        require_features("queries", queries, self.query_size, "query_size")
+        require_features("keys", keys, self.key_size, "key_size")
         require_layer_dtype("queries", queries, self.W_q.weight)
         batch_size, num_queries, _ = queries.shape
         num_kvpairs = keys.shape[1]
@@ -100,6 +165,14 @@ class AdditiveAttention(nn.Module):
 
 class MultiHeadAttention(nn.Module):
     """Multi-head attention: ``num_heads`` scaled dot-product attentions side by side, then mixed by ``W_o``.
+
+    It is built in the form of either edition of the d2l book (the number of arguments tells them apart):
+
+    - ``MultiHeadAttention(key_size, query_size, value_size, num_hiddens, num_heads, dropout=0.0, bias=False)``,
+      d2l 0.17 (the Chinese edition 2.0, which this collection follows): the input sizes are given;
+    - ``MultiHeadAttention(num_hiddens, num_heads, dropout=0.0, bias=False)``, d2l 1.0 (d2l.ai): the input
+      sizes are fixed by the first call, as with ``nn.LazyLinear``; ``query_size`` and the other two are None
+      until then. d2l 1.0's methods ``transpose_qkv(X)`` and ``transpose_output(X)`` are here too.
 
     Each head works on ``head_dim = num_hiddens // num_heads`` features, so the parameter count does not
     depend on ``num_heads``. (``head_dim`` and ``v_head_dim`` set other widths for the queries/keys and
@@ -120,39 +193,37 @@ class MultiHeadAttention(nn.Module):
         - queries: ``(batch_size, num_queries, query_size)``
         - keys: ``(batch_size, num_kvpairs, key_size)``
         - values: ``(batch_size, num_kvpairs, value_size)``
-        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
+        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, whole numbers
         - attn_mask: boolean (True = may attend), broadcastable to ``(batch_size, num_queries, num_kvpairs)``
         - output: ``(batch_size, num_queries, num_hiddens)``
     """
 
-    def __init__(
-        self,
-        key_size: int,
-        query_size: int,
-        value_size: int,
-        num_hiddens: int,
-        num_heads: int,
-        dropout: float = 0.0,
-        bias: bool = False,
-        *,
-        head_dim: int | None = None,
-        v_head_dim: int | None = None,
-    ) -> None:
+    def __init__(self, *args: Any, head_dim: int | None = None, v_head_dim: int | None = None,
+                 **kwargs: Any) -> None:
         super().__init__()
-        for name, size in (("key_size", key_size), ("query_size", query_size),
-                           ("value_size", value_size), ("num_hiddens", num_hiddens)):
-            require_positive_int(name, size)
-        self.num_heads = require_positive_int("num_heads", num_heads)
+        forms = (_multi_head_d2l_0_17, _multi_head_d2l_1_0)
+        edition, arguments = _bind_d2l_form("MultiHeadAttention", forms, args, kwargs)
+        num_hiddens = require_positive_int("num_hiddens", arguments["num_hiddens"])
+        self.num_heads = num_heads = require_positive_int("num_heads", arguments["num_heads"])
+        dropout = _require_dropout_of_form(arguments["dropout"], "MultiHeadAttention", forms)
+        bias = require_bool("bias", arguments["bias"])
         if head_dim is None or v_head_dim is None:
             require_heads_divide(num_hiddens, num_heads)
         # Features per head: of the queries and keys (they meet in dot products), and of the values.
         self.head_dim = num_hiddens // num_heads if head_dim is None else require_positive_int("head_dim", head_dim)
         self.v_head_dim = (num_hiddens // num_heads if v_head_dim is None
                            else require_positive_int("v_head_dim", v_head_dim))
-        self.query_size, self.key_size, self.value_size = query_size, key_size, value_size
-        self.W_q = nn.Linear(query_size, num_heads * self.head_dim, bias=bias)
-        self.W_k = nn.Linear(key_size, num_heads * self.head_dim, bias=bias)
-        self.W_v = nn.Linear(value_size, num_heads * self.v_head_dim, bias=bias)
+        if edition == 0:  # d2l 0.17: the input sizes are given
+            self.query_size, self.key_size, self.value_size = (
+                require_positive_int(name, arguments[name]) for name in ("query_size", "key_size", "value_size"))
+            self.W_q = nn.Linear(self.query_size, num_heads * self.head_dim, bias=bias)
+            self.W_k = nn.Linear(self.key_size, num_heads * self.head_dim, bias=bias)
+            self.W_v = nn.Linear(self.value_size, num_heads * self.v_head_dim, bias=bias)
+        else:  # d2l 1.0: the first call fixes the input sizes (nn.LazyLinear); None until then
+            self.query_size = self.key_size = self.value_size = None
+            self.W_q = nn.LazyLinear(num_heads * self.head_dim, bias=bias)
+            self.W_k = nn.LazyLinear(num_heads * self.head_dim, bias=bias)
+            self.W_v = nn.LazyLinear(num_heads * self.v_head_dim, bias=bias)
         self.W_o = nn.Linear(num_heads * self.v_head_dim, num_hiddens, bias=bias)
         # All heads attend in one call of one DotProductAttention, with the heads folded into its batch
         # axis; d2l's Transformer code reads the weights there: .attention.attention_weights.
@@ -173,6 +244,8 @@ class MultiHeadAttention(nn.Module):
         # The arguments are checked here, once; everything below trusts them.
         require_layer_inputs(queries, keys, values, (self.query_size, self.key_size, self.value_size), self.W_q.weight)
         require_bool("need_weights", need_weights)
+        if self.query_size is None:  # built in d2l 1.0's form: this first call fixes the input sizes
+            self.query_size, self.key_size, self.value_size = (x.shape[-1] for x in (queries, keys, values))
         batch_size, num_queries, _ = queries.shape
         num_kvpairs = keys.shape[1]
         # valid_lens, causal and attn_mask become one boolean mask: (batch or 1, queries or 1, kvpairs), or None
@@ -230,6 +303,14 @@ class MultiHeadAttention(nn.Module):
         output = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p)
         return output.transpose(1, 2).flatten(2)  # (batch, heads, queries, v_head_dim) -> (batch, queries, ...)
 
+    def transpose_qkv(self, X: Tensor) -> Tensor:
+        """d2l 1.0's method: :func:`mha_lib.transpose_qkv` with this layer's ``num_heads``."""
+        return transpose_qkv(X, self.num_heads)
+
+    def transpose_output(self, X: Tensor) -> Tensor:
+        """d2l 1.0's method: :func:`mha_lib.transpose_output` with this layer's ``num_heads``."""
+        return transpose_output(X, self.num_heads)
+
     @property
     def attention_weights(self) -> Tensor | None:
         """The weights of the last call, ``(batch_size, num_heads, num_queries, num_kvpairs)``; None after a
@@ -264,7 +345,7 @@ class GeneralMultiHeadAttention(MultiHeadAttention):
         - queries: ``(batch_size, num_queries, query_size)``
         - keys: ``(batch_size, num_kvpairs, key_size)``
         - values: ``(batch_size, num_kvpairs, value_size)``
-        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, integer
+        - valid_lens: None, ``(batch_size,)`` or ``(batch_size, num_queries)``, whole numbers
         - output: ``(batch_size, num_queries, num_hiddens)``
     """
 

@@ -1,17 +1,17 @@
-"""Figures for the chapters, built with matplotlib's object API.
+"""d2l's ``show_heatmaps``, the one figure of the library proper.
 
-Functions return a ``Figure`` that is not registered with pyplot, so drawing
-many of them (e.g. from a slider) does not pile up open figures.
+The chapters' own figures live in :mod:`mha_lib.chapters`; they return a ``Figure`` that is not
+registered with pyplot, so that redrawing one from a slider does not pile up open figures.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib import colormaps
-from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 from torch import Tensor
@@ -32,12 +32,16 @@ def show_heatmaps(
     cmap: str = "Reds",
     *,
     mask: Tensor | None = None,
-) -> Figure:
-    """Draw a grid of heatmaps, one per matrix, sharing one colour bar (d2l's ``show_heatmaps``).
+    suptitle: str | None = None,
+) -> None:
+    """Draw a grid of heatmaps, one per matrix, sharing one colour bar: d2l's ``show_heatmaps``.
 
-    ``figsize`` is the size of one panel. ``titles`` name the columns of the grid. With ``mask``
-    (boolean, True = may attend), the cells a query may not attend to are drawn grey and a legend
-    says "masked", so that a masked key looks different from a weight that is merely close to 0.
+    The arguments are d2l's (``figsize`` is the size of the whole figure), and so is the behaviour: the
+    figure is made with pyplot, so Jupyter shows it at the end of the cell wherever the call stands, and
+    nothing is returned (a returned figure would be shown twice). ``titles`` name the columns of the grid.
+    Two keyword arguments are mha_lib's own: ``suptitle`` titles the whole figure, and with ``mask``
+    (boolean, True = may attend) the cells a query may not attend to are drawn grey and a legend says
+    "masked", so that a masked key looks different from a weight that is merely close to 0.
 
     Shape:
         - matrices: ``(num_rows, num_cols, num_queries, num_kvpairs)``
@@ -55,7 +59,7 @@ def show_heatmaps(
     matrices = matrices.detach().to("cpu", torch.float32)
     colours = colormaps[cmap].with_extremes(bad=MASKED_COLOUR)
     vmin, vmax = min(0.0, matrices.min().item()), max(matrices.max().item(), 1e-12)
-    fig = Figure(figsize=(figsize[0] * num_cols + 1, figsize[1] * num_rows), layout="constrained")
+    fig = plt.figure(figsize=figsize, layout="constrained")
     axes = fig.subplots(num_rows, num_cols, sharex=True, sharey=True, squeeze=False)
     for i in range(num_rows):
         for j in range(num_cols):
@@ -77,4 +81,5 @@ def show_heatmaps(
         masked = Patch(facecolor=MASKED_COLOUR, edgecolor="black", label="masked")
         colour_bar.ax.legend(handles=[masked], loc="upper left", bbox_to_anchor=(-0.5, -0.04), fontsize="small",
                              frameon=False, handlelength=1.0)
-    return fig
+    if suptitle is not None:
+        fig.suptitle(suptitle)

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from mha_lib import GeneralMultiHeadAttention, MultiHeadAttention, causal_mask, sequence_mask
+from mha_lib import GeneralMultiHeadAttention, MultiHeadAttention, causal_mask, valid_lens_mask
 from mha_lib.chapters.anatomy import (
     TraceRow,
     count_parameters,
@@ -173,7 +173,7 @@ def test_general_layer_matches_pytorch_attention_with_separate_head_sizes(qk_siz
     def heads(X, size):  # (batch, seq, heads*size) -> (batch, heads, seq, size)
         return X.unflatten(-1, (num_heads, size)).transpose(1, 2)
 
-    mask = sequence_mask(valid_lens, 5)[:, None, None, :] if masked else None
+    mask = valid_lens_mask(valid_lens, 5)[:, None, None, :] if masked else None
     expected = F.scaled_dot_product_attention(heads(general.W_q(queries), qk_size), heads(general.W_k(keys), qk_size),
                                               heads(general.W_v(values), v_size), attn_mask=mask)
     expected = general.W_o(expected.transpose(1, 2).flatten(2))

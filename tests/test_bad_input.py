@@ -27,10 +27,10 @@ from mha_lib import (
     causal_mask,
     dot_product_attention,
     masked_softmax,
-    sequence_mask,
     to_torch_mha,
     transpose_output,
     transpose_qkv,
+    valid_lens_mask,
 )
 
 BATCH, NUM_QUERIES, NUM_KVPAIRS = 2, 3, 4
@@ -76,8 +76,8 @@ def call_with_valid_lens(target: str, valid_lens: object) -> torch.Tensor:
     """Pass ``valid_lens`` to ``target`` (a function or a layer name) with otherwise valid input."""
     if target == "masked_softmax":
         return masked_softmax(torch.randn(BATCH, NUM_QUERIES, NUM_KVPAIRS), valid_lens)
-    if target == "sequence_mask":
-        return sequence_mask(valid_lens, NUM_KVPAIRS)
+    if target == "valid_lens_mask":
+        return valid_lens_mask(valid_lens, NUM_KVPAIRS)
     layer, inputs = layer_and_inputs(target)
     return layer(**inputs, valid_lens=valid_lens)
 
@@ -279,8 +279,9 @@ def test_valid_lens_of_wrong_shape(target, shape):
 
 
 BAD_VALID_LENS_VALUES = [
-    pytest.param(torch.tensor([1.0, 2.0]), TypeError, ("valid_lens", "integers", "torch.float32"), id="float"),
-    pytest.param(torch.tensor([True, False]), TypeError, ("valid_lens", "integers", "torch.bool"), id="bool"),
+    pytest.param(torch.tensor([1.0, 2.5]), ValueError, ("valid_lens", "whole numbers", "got 2.5"), id="fractional"),
+    pytest.param(torch.tensor([1.0, float("nan")]), ValueError, ("valid_lens", "whole numbers", "got nan"), id="nan"),
+    pytest.param(torch.tensor([True, False]), TypeError, ("valid_lens", "whole numbers", "torch.bool"), id="bool"),
     pytest.param(torch.tensor([-1, 2]), ValueError, ("valid_lens", f"[0, {NUM_KVPAIRS}]", "from -1 "),
                  id="negative"),
     pytest.param(torch.tensor([1, NUM_KVPAIRS + 1]), ValueError,
@@ -290,7 +291,7 @@ BAD_VALID_LENS_VALUES = [
 
 
 @pytest.mark.parametrize(("valid_lens", "error", "parts"), BAD_VALID_LENS_VALUES)
-@pytest.mark.parametrize("target", ["sequence_mask", "masked_softmax", *LAYERS])
+@pytest.mark.parametrize("target", ["valid_lens_mask", "masked_softmax", *LAYERS])
 def test_valid_lens_of_wrong_type_or_value(target, valid_lens, error, parts):
     with pytest.raises(error, match=msg(*parts)):
         call_with_valid_lens(target, valid_lens)
@@ -301,11 +302,12 @@ GOOD_VALID_LENS = [
     pytest.param(torch.tensor([0, 0]), id="all-0"),
     pytest.param(torch.tensor([[0, 1, NUM_KVPAIRS], [NUM_KVPAIRS, 2, 0]]), id="per-query"),
     pytest.param(torch.tensor([0, NUM_KVPAIRS], dtype=torch.int32), id="int32"),
+    pytest.param(torch.tensor([0.0, NUM_KVPAIRS]), id="whole-float32"),  # d2l's BERT makes float32 lengths
 ]
 
 
 @pytest.mark.parametrize("valid_lens", GOOD_VALID_LENS)
-@pytest.mark.parametrize("target", ["sequence_mask", "masked_softmax", *LAYERS])
+@pytest.mark.parametrize("target", ["valid_lens_mask", "masked_softmax", *LAYERS])
 def test_valid_lens_from_0_to_num_kvpairs_are_accepted_without_nan(target, valid_lens):
     assert not call_with_valid_lens(target, valid_lens).isnan().any()
 
@@ -428,7 +430,7 @@ def test_causal_mask_rejects_bool_size():
 def test_sequence_mask_checks_num_kvpairs(num_kvpairs):
     error = TypeError if isinstance(num_kvpairs, float) else ValueError
     with pytest.raises(error, match=msg("num_kvpairs", f"got {num_kvpairs!r}")):
-        sequence_mask(torch.tensor([0, 1]), num_kvpairs)
+        valid_lens_mask(torch.tensor([0, 1]), num_kvpairs)
 
 
 # --- bridge to torch.nn.MultiheadAttention -------------------------------------------------

@@ -83,9 +83,9 @@ def test_the_repository_url_is_a_github_repository():
     owner_name = colab.REPOSITORY_URL.removeprefix("https://github.com/")
     assert owner_name.count("/") == 1
     assert colab.colab_url(Path("03_splitting_heads.ipynb")) == (
-        f"https://colab.research.google.com/github/{owner_name}/blob/main/notebooks/03_splitting_heads.ipynb")
+        f"https://colab.research.google.com/github/{owner_name}/blob/main/chapters/03_splitting_heads.ipynb")
     assert colab.binder_url(Path("00_start_here.ipynb")) == (
-        f"https://mybinder.org/v2/gh/{owner_name}/HEAD?urlpath=lab/tree/notebooks/00_start_here.ipynb")
+        f"https://mybinder.org/v2/gh/{owner_name}/HEAD?urlpath=lab/tree/chapters/00_start_here.ipynb")
 
 
 def test_badges_give_binder_and_one_colab_badge_per_chapter():
@@ -94,7 +94,7 @@ def test_badges_give_binder_and_one_colab_badge_per_chapter():
     assert text.count("mybinder.org/badge_logo.svg") == 1
     assert text.count("colab-badge.svg") == len(paths)
     for path in paths:
-        assert f"/notebooks/{path.name})" in text
+        assert f"/chapters/{path.name})" in text  # the reader edition: exercises unsolved
     assert "| 00 · Start here |" in text
 
 
@@ -112,4 +112,5 @@ def test_check_reports_a_notebook_without_the_cell(tmp_path, capsys):
                             nbformat.read(ROOT / "notebooks" / "00_start_here.ipynb", as_version=4).cells),
                     reason="the install cells have not been added yet (python tools/colab.py)")
 def test_every_chapter_starts_with_the_current_install_cell():
-    assert colab.main(["--check"]) == 0, "run `python tools/colab.py`, then commit the notebooks"
+    assert colab.main(["--check"]) == 0, "run `python tools/colab.py` and `make editions`, then commit both editions"
+    assert all(colab.is_current(nbformat.read(path, as_version=4)) for path in sorted(colab.CHAPTERS.glob("*.ipynb")))

@@ -14,8 +14,8 @@ from mha_lib import (
     GeneralMultiHeadAttention,
     MultiHeadAttention,
     dot_product_attention,
-    sequence_mask,
     to_torch_mha,
+    valid_lens_mask,
 )
 from mha_lib.chapters.anatomy import trace_multi_head_attention
 
@@ -135,7 +135,7 @@ def test_a_nan_in_the_padding_reaches_the_output_on_both_paths_as_in_pytorch(dev
     output = mha.eval()(X, keys, values, valid_lens, need_weights=need_weights)
     assert output[0].isnan().all() and not output[1:].isnan().any()
     torch_mha = torch.nn.MultiheadAttention(16, 4, bias=False, batch_first=True).to(device).eval()
-    reference = torch_mha(X, keys, values, key_padding_mask=~sequence_mask(valid_lens, 6))[0]
+    reference = torch_mha(X, keys, values, key_padding_mask=~valid_lens_mask(valid_lens, 6))[0]
     assert reference[0].isnan().all()
 
 
@@ -231,7 +231,7 @@ def test_multi_head_attention_matches_pytorch_on_every_device(device, masking, n
     valid_lens = torch.tensor([5, 3], device=device) if "valid_lens" in masking else None
     causal = "causal" in masking
     output = ours(X, X, X, valid_lens, causal=causal, need_weights=need_weights)
-    padding = ~sequence_mask(valid_lens, 5) if valid_lens is not None else None  # PyTorch: True = ignore
+    padding = ~valid_lens_mask(valid_lens, 5) if valid_lens is not None else None  # PyTorch: True = ignore
     future = torch.ones(5, 5, dtype=torch.bool, device=device).triu(1) if causal else None
     expected = theirs(X, X, X, key_padding_mask=padding, attn_mask=future, need_weights=False)[0]
     torch.testing.assert_close(output, expected, rtol=1e-5, atol=1e-5)

@@ -153,14 +153,3 @@ def test_cheap_hints(capsys, checker, answer, phrase):
 ])
 def test_right_answers_in_other_forms_pass(capsys, checker, answer):
     assert run(capsys, checker, answer).startswith(CORRECT)
-
-
-# ---- assert_passes: the graded form of a checker (nbgrader's autograded cells) -----------------------------------
-
-def test_assert_passes_prints_the_same_line_and_raises_only_when_wrong(capsys):
-    from mha_lib.exercises._engine import assert_passes
-    assert_passes(ch05.check_score_memory_answer, 536_870_912)
-    assert capsys.readouterr().out.startswith(CORRECT)
-    with pytest.raises(AssertionError, match="size in MiB"):
-        assert_passes(ch05.check_score_memory_answer, 512)
-    assert capsys.readouterr().out.startswith(NOT_YET + "that is the size in MiB")

@@ -8,7 +8,7 @@ import pytest
 
 from mha_lib import i18n
 from mha_lib.exercises import ch02, ch03
-from mha_lib.exercises._engine import CORRECT, NOT_YET, assert_passes
+from mha_lib.exercises._engine import CORRECT, GRADING_VARIABLE, NOT_YET
 from mha_lib.i18n import _, figure_text, get_language, set_language
 from tools import translate
 
@@ -163,11 +163,13 @@ def test_a_checker_prints_chinese_in_chinese_and_the_usual_english_after(capsys,
     assert printed(capsys, check, answer) == english
 
 
-def test_assert_passes_grades_a_chinese_verdict(capsys):
+def test_the_autograder_passes_a_chinese_right_answer_and_fails_a_wrong_one(capsys, monkeypatch):
+    monkeypatch.setenv(GRADING_VARIABLE, "autograde")  # as nbgrader sets it while grading
     set_language("zh_CN")
-    assert_passes(ch03.check_folded_sample, ((9, 2, 2), 7))
+    ch03.check_folded_sample(((9, 2, 2), 7))  # a right answer in Chinese must not raise
+    assert capsys.readouterr().out.startswith("✅ 正确：")
     with pytest.raises(AssertionError, match="还不对"):
-        assert_passes(ch03.check_folded_sample, ((9, 2, 2), 5))
+        ch03.check_folded_sample(((9, 2, 2), 5))
 
 
 # --- figures ----------------------------------------------------------------------------------------------------

@@ -27,11 +27,20 @@ def fill_in(release: Path, answers: dict[str, str]) -> nbformat.NotebookNode:
 
 
 def test_round_trip(tmp_path):
+    """Right answers score full marks, one wrong answer loses its point; nbgrader does every step."""
     course = tmp_path / "course"
     assert write_course(course, [CHAPTER]) == ["ch08"]
     nbgrader(course, "generate_assignment", "ch08", "--force")
     release = course / "release" / "ch08" / CHAPTER.name
     assert "### BEGIN SOLUTION" not in release.read_text()
+    # The checker cells are the instructor's, unchanged: the checkers themselves raise under nbgrader.
+    def graded(path: Path) -> list[str]:
+        cells = nbformat.read(path, as_version=4).cells
+        return [c.source for c in cells if c.metadata.get("nbgrader", {}).get("grade")]
+
+    tests = graded(release)
+    assert tests == graded(CHAPTER)
+    assert tests and all(t.startswith("check_") for t in tests)
 
     right = {"Exercise 1": "def fixed_softmax(scores, mask):\n    return torch.softmax(scores.masked_fill("
                            "mask == 0, torch.finfo(scores.dtype).min), dim=-1)",

@@ -20,10 +20,10 @@ from mha_lib import (
     causal_mask,
     dot_product_attention,
     masked_softmax,
-    sequence_mask,
     to_torch_mha,
     transpose_output,
     transpose_qkv,
+    valid_lens_mask,
 )
 
 TIGHT = {"rtol": 1e-10, "atol": 1e-12}
@@ -42,7 +42,7 @@ def reference_weights(queries, keys, mask=None):
 
 
 def loop_mask(valid_lens, num_queries, num_kvpairs):
-    """The valid-length mask written out element by element, independent of sequence_mask."""
+    """The valid-length mask written out element by element, independent of valid_lens_mask."""
     batch_size = valid_lens.shape[0]
     mask = torch.zeros(batch_size, num_queries, num_kvpairs, dtype=torch.bool)
     for b in range(batch_size):
@@ -57,7 +57,7 @@ def loop_mask(valid_lens, num_queries, num_kvpairs):
 
 def test_sequence_mask_keeps_the_first_valid_lens_pairs():
     expected = torch.tensor([[True, False, False, False], [True, True, True, False], [False] * 4])
-    assert torch.equal(sequence_mask(torch.tensor([1, 3, 0]), 4), expected)
+    assert torch.equal(valid_lens_mask(torch.tensor([1, 3, 0]), 4), expected)
 
 
 @pytest.mark.parametrize("num_queries, num_kvpairs", [(4, 4), (3, 5), (5, 3)])
@@ -158,7 +158,7 @@ def test_dot_product_attention_with_valid_lens_matches_pytorch(seed):
     q, k, v = randn(2, 3, 4), randn(2, 6, 4), randn(2, 6, 5)
     valid_lens = torch.tensor([2, 6])
     layer = DotProductAttention(dropout=0.0)
-    mask = sequence_mask(valid_lens, 6)[:, None, :]
+    mask = valid_lens_mask(valid_lens, 6)[:, None, :]
     torch.testing.assert_close(layer(q, k, v, valid_lens), F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
                                **TIGHT)
     torch.testing.assert_close(layer.attention_weights, reference_weights(q, k, mask), **TIGHT)
@@ -223,7 +223,7 @@ def torch_masks(kind, valid_lens, num_heads, num_queries, num_kvpairs):
     """The same masking in nn.MultiheadAttention's terms, where True means *ignore*."""
     key_padding_mask = attn_mask = None
     if kind in ("valid_lens", "valid_lens+causal"):
-        key_padding_mask = ~sequence_mask(valid_lens, num_kvpairs)
+        key_padding_mask = ~valid_lens_mask(valid_lens, num_kvpairs)
     if kind == "valid_lens_per_query":
         attn_mask = ~loop_mask(valid_lens, num_queries, num_kvpairs).repeat_interleave(num_heads, dim=0)
     if kind in ("causal", "valid_lens+causal"):

@@ -1,17 +1,49 @@
+import matplotlib.pyplot as plt
+import nbformat
 import numpy as np
 import pytest
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
-from matplotlib.figure import Figure
+from nbclient import NotebookClient
 
-from mha_lib import sequence_mask
-from mha_lib.plotting import MASKED_COLOUR, show_heatmaps
+from mha_lib import valid_lens_mask
+from mha_lib.plotting import MASKED_COLOUR
+from mha_lib.plotting import show_heatmaps as d2l_show_heatmaps
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def show_heatmaps(*args, **kwargs):
+    """Call show_heatmaps as d2l does (it returns nothing) and hand back the figure it drew with pyplot."""
+    figures_before = plt.get_fignums()
+    assert d2l_show_heatmaps(*args, **kwargs) is None
+    assert len(plt.get_fignums()) == len(figures_before) + 1
+    return plt.gcf()
+
+
+@pytest.mark.parametrize("last_line", [False, True], ids=["call-then-more-code", "call-on-the-last-line"])
+def test_show_heatmaps_draws_once_where_it_is_called_in_a_notebook(last_line):
+    call = "show_heatmaps(torch.rand(1, 2, 3, 4), 'Keys', 'Queries', titles=['a', 'b'], figsize=(4, 2))"
+    more = "" if last_line else "\nx = 1"
+    source = f"%matplotlib inline\nimport torch\nfrom mha_lib import show_heatmaps\n{call}{more}"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    NotebookClient(nb, kernel_name="python3", timeout=120).execute()
+    images = [output for output in nb.cells[0].outputs if "image/png" in output.get("data", {})]
+    assert len(images) == 1, nb.cells[0].outputs
+
+
+def test_figsize_is_the_size_of_the_whole_figure_as_in_d2l():
+    fig = show_heatmaps(torch.rand(2, 4, 3, 3), figsize=(7, 3.5), suptitle="four heads")
+    assert tuple(fig.get_size_inches()) == (7, 3.5) and fig.get_suptitle() == "four heads"
 
 
 def test_show_heatmaps_draws_one_labelled_panel_per_matrix_and_a_colour_bar():
     fig = show_heatmaps(torch.rand(2, 3, 4, 5), titles=["head 0", "head 1", "head 2"])
-    assert isinstance(fig, Figure)
     panels, colour_bars = fig.axes[:6], fig.axes[6:]
     assert len(panels) == 6 and len(colour_bars) == 1
     assert [ax.get_title() for ax in panels[:3]] == ["head 0", "head 1", "head 2"]
@@ -35,12 +67,12 @@ def test_show_heatmaps_keeps_zero_at_the_bottom_of_the_colour_scale():
 @pytest.mark.parametrize("bad", [torch.rand(3, 4, 5), [[0.5]]])
 def test_show_heatmaps_rejects_anything_but_a_4d_tensor(bad):
     with pytest.raises(ValueError, match="matrices must be a 4-D tensor"):
-        show_heatmaps(bad)
+        d2l_show_heatmaps(bad)
 
 
 def test_show_heatmaps_wants_one_title_per_column():
     with pytest.raises(ValueError, match="titles must name the 3 columns, got 2"):
-        show_heatmaps(torch.rand(1, 3, 2, 2), titles=["a", "b"])
+        d2l_show_heatmaps(torch.rand(1, 3, 2, 2), titles=["a", "b"])
 
 
 def pixel(fig, ax, row: int, col: int) -> tuple[int, int, int]:
@@ -77,7 +109,7 @@ def test_without_a_mask_a_zero_weight_is_drawn_like_any_other_and_there_is_no_le
 
 def test_the_mask_broadcasts_over_heads_and_marks_exactly_the_masked_cells():
     valid_lens = torch.tensor([3, 2])
-    mask = sequence_mask(valid_lens, 6)[:, None, None, :]  # (2, 1, 1, 6) -> (2, 5, 4, 6)
+    mask = valid_lens_mask(valid_lens, 6)[:, None, None, :]  # (2, 1, 1, 6) -> (2, 5, 4, 6)
     fig = show_heatmaps(torch.rand(2, 5, 4, 6), mask=mask)
     for i in range(2):
         for j in range(5):
@@ -93,4 +125,4 @@ def test_the_mask_broadcasts_over_heads_and_marks_exactly_the_masked_cells():
 ])
 def test_show_heatmaps_rejects_a_mask_that_is_not_boolean_or_does_not_broadcast(bad, error, message):
     with pytest.raises(error, match=message):
-        show_heatmaps(torch.rand(1, 1, 2, 2), mask=bad)
+        d2l_show_heatmaps(torch.rand(1, 1, 2, 2), mask=bad)

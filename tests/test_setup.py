@@ -106,7 +106,8 @@ def lab_command(checkout: Path, *arguments: str) -> str:
 def test_lab_opens_on_chapter_00_with_the_shipped_settings_and_the_chosen_port(checkout):
     command = lab_command(checkout, "PORT=8899")
     (start,) = re.findall(r"--LabApp\.default_url=/lab/tree/(\S+)", command)
-    assert (ROOT / "notebooks" / start).is_file() and start.startswith("00_")
+    assert (ROOT / "chapters" / start).is_file() and start.startswith("00_")
+    assert "--notebook-dir=chapters" in command  # the reader edition: exercises unsolved
     assert "--ServerApp.port=8899" in command and "--ServerApp.ip=127.0.0.1" in command
     (settings,) = re.findall(r"--LabApp\.app_settings_dir=(\S+)", command)
     assert (ROOT / settings / "overrides.json").is_file()

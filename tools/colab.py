@@ -1,13 +1,14 @@
 """Give every chapter a first code cell that installs mha_lib where it is missing, as on Google Colab.
 
 Usage: python tools/colab.py [NOTEBOOK ...]   add or update the cell (default: every notebooks/*.ipynb)
-       python tools/colab.py --check          exit 1 if a notebook lacks the current cell or the README's
-                                              badges differ from what --badges prints (changes nothing)
+       python tools/colab.py --check          exit 1 if a notebook of notebooks/ or chapters/ lacks the current
+                                              cell or the README's badges differ from what --badges prints
        python tools/colab.py --badges         print the README badges: Binder, and Colab for each chapter
 
 The repository address lives in one place, ``[project.urls] Repository`` in pyproject.toml; the cell and the
-badges are made from it. After changing it, run this tool, paste the output of ``--badges`` into README.md,
-and ``--check`` passes again.
+badges are made from it. After changing it, run this tool, remake the reader edition (``make editions``), paste
+the output of ``--badges`` into README.md, and ``--check`` passes again. The badges open the reader edition,
+``chapters/`` (exercises unsolved, solutions one click away); its notebooks get the install cell from notebooks/.
 
 Where ``import mha_lib`` works (``make lab``, Binder, CI) the cell does nothing and prints nothing, so the
 stored outputs and nbval are unaffected. On Colab it pip-installs the collection from its repository.
@@ -28,6 +29,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
+CHAPTERS = ROOT / "chapters"  # the reader edition (tools/editions.py): what the Binder and Colab badges open
 README = ROOT / "README.md"
 BRANCH = "main"
 TAG = "colab-install"
@@ -102,11 +104,11 @@ def is_current(notebook: nbformat.NotebookNode) -> bool:
 
 
 def colab_url(path: Path) -> str:
-    return f"https://colab.research.google.com/github/{_repository()}/blob/{BRANCH}/notebooks/{path.name}"
+    return f"https://colab.research.google.com/github/{_repository()}/blob/{BRANCH}/chapters/{path.name}"
 
 
 def binder_url(path: Path) -> str:
-    return f"https://mybinder.org/v2/gh/{_repository()}/HEAD?urlpath=lab/tree/notebooks/{path.name}"
+    return f"https://mybinder.org/v2/gh/{_repository()}/HEAD?urlpath=lab/tree/chapters/{path.name}"
 
 
 def _repository() -> str:
@@ -148,11 +150,12 @@ def main(argv: list[str] | None = None) -> int:
         print(badges(paths))
         return 0
     stale = []
-    for path in paths:
+    checked = paths + (sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb")) if args.check and not args.notebooks else [])
+    for path in checked if args.check else paths:
         notebook = nbformat.read(path, as_version=4)
         if args.check:
             if not is_current(notebook):
-                stale.append(path.name)
+                stale.append(f"{path.parent.name}/{path.name}")
         elif add_install_cell(notebook):
             nbformat.write(notebook, path)
             print(f"updated {path.name}")

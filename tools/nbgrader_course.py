@@ -1,82 +1,67 @@
-"""Turn the instructor notebooks into an nbgrader course: solution cells and autograded checker cells.
+"""Make an nbgrader course from the instructor notebooks: nbgrader itself writes the release versions.
 
-    python -m tools.nbgrader_course COURSE_DIR [NOTEBOOK ...]    # writes COURSE_DIR/source/chNN/, then runs
-                                                                 # nbgrader generate_assignment for each chapter
+    python -m tools.nbgrader_course COURSE_DIR [NOTEBOOK ...]    # copies each chapter with exercises into
+                                                                 # COURSE_DIR/source/chNN/, writes
+                                                                 # nbgrader_config.py, runs generate_assignment
 
-The notebooks in ``notebooks/`` stay the one source. For each one this tool writes a copy with nbgrader's
-cell metadata (schema 3): a cell tagged ``solution`` becomes an nbgrader solution cell (its code between
-``### BEGIN SOLUTION`` and ``### END SOLUTION``, which nbgrader replaces in the release version); each
-checker call after it, ``check_x(answer)``, becomes a locked autograded test cell worth one point that runs
-``assert_passes(check_x, answer)``: the reader sees the same one-line hint, and a wrong answer raises, which
-is what nbgrader counts as a failed test. Releasing, collecting, autograding and the gradebook are nbgrader's.
+The notebooks in ``notebooks/`` carry nbgrader's cell metadata already (``python -m tools.editions nbgrader``
+writes it): each answer cell is a solution cell, its code between ``### BEGIN SOLUTION`` and ``### END SOLUTION``;
+each checker cell is a locked, graded test cell, worth one point per checker call. The checker cells are not
+rewritten: under nbgrader (``NBGRADER_EXECUTION`` set) a checker raises ``AssertionError`` with its hint for a
+wrong answer, which nbgrader counts as a failed test. So this tool only copies and configures; releasing,
+collecting, autograding and the gradebook are nbgrader's.
 """
 
 from __future__ import annotations
 
 import os
-import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 
+try:
+    from tools.editions import chapter_prefix, nbgrader_problems
+except ModuleNotFoundError:  # run as a script: python tools/nbgrader_course.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tools.editions import chapter_prefix, nbgrader_problems
+
 ROOT = Path(__file__).resolve().parent.parent
-CHECK_CALL = re.compile(r"^(check_\w+)\((.*)\)\s*$")
+
+# nbgrader's release replaces each solution with this stub. Inside a function it is indented with the markers.
+CODE_STUB = ('# YOUR CODE HERE: replace these two lines with your answer\n'
+             'raise NotImplementedError("Exercise: not answered yet")')
 
 
-def _nbgrader(cell: nbformat.NotebookNode, grade_id: str, *, solution: bool, grade: bool, points: int = 0) -> None:
-    meta = {"grade": grade, "grade_id": grade_id, "locked": not solution, "schema_version": 3, "solution": solution}
-    if grade:
-        meta["points"] = points
-    cell.metadata["nbgrader"] = meta
-
-
-def to_nbgrader(nb: nbformat.NotebookNode, prefix: str) -> tuple[nbformat.NotebookNode, int]:
-    """A copy of an instructor notebook with nbgrader metadata; returns it and the number of graded cells."""
-    nb = nbformat.from_dict(nb)
-    graded = 0
-    after_solution = False
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            after_solution = False
-            continue
-        if "solution" in cell.metadata.get("tags", []):
-            lines = cell.source.splitlines()
-            head = 0
-            while head < len(lines) and lines[head].startswith("#"):
-                head += 1  # the exercise's opening comments stay visible above nbgrader's stub
-            cell.source = "\n".join([*lines[:head], "### BEGIN SOLUTION", *lines[head:], "### END SOLUTION"])
-            _nbgrader(cell, f"{prefix}_answer_{index}", solution=True, grade=False)
-            after_solution = True
-            continue
-        calls = [CHECK_CALL.match(line) for line in cell.source.splitlines() if line.strip()]
-        if after_solution and calls and all(calls):
-            cell.source = "\n".join(f"assert_passes({m[1]}, {m[2]})" for m in calls)
-            cell.source = "from mha_lib.exercises._engine import assert_passes\n" + cell.source
-            _nbgrader(cell, f"{prefix}_test_{index}", solution=False, grade=True, points=len(calls))
-            graded += len(calls)
-        after_solution = False
-    return nb, graded
+def graded(path: Path) -> bool:
+    """True when the notebook has a graded cell (nbgrader metadata with grade: true)."""
+    nb = nbformat.read(path, as_version=4)
+    return any(cell.metadata.get("nbgrader", {}).get("grade") for cell in nb.cells)
 
 
 def write_course(course_dir: Path, notebooks: list[Path]) -> list[str]:
-    """Write COURSE_DIR/nbgrader_config.py and source/chNN/; returns the assignment names."""
+    """Write COURSE_DIR/nbgrader_config.py and copy each graded chapter to source/chNN/; returns the assignments."""
     course_dir.mkdir(parents=True, exist_ok=True)
     (course_dir / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa: F821 - nbgrader's config loader defines it\n"
         f"c.CourseDirectory.root = {str(course_dir.resolve())!r}\n"
         "c.CourseDirectory.course_id = 'mha-notebooks'\n"
-        "c.ExecutePreprocessor.timeout = 300\n")
+        "c.ExecutePreprocessor.timeout = 300\n"
+        f"c.ClearSolutions.code_stub = {{'python': {CODE_STUB!r}}}\n")
     names = []
     for path in notebooks:
-        name = "ch" + path.name[:2]
-        nb, graded = to_nbgrader(nbformat.read(path, as_version=4), name)
-        if graded == 0:
+        problems = nbgrader_problems(path)
+        if problems:
+            raise ValueError(f"{path.name}: stale nbgrader metadata, run python -m tools.editions nbgrader first:\n"
+                             + "\n".join(problems))
+        if not graded(path):
             continue
+        name = chapter_prefix(path)
         target = course_dir / "source" / name / path.name
         target.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, target)
+        shutil.copyfile(path, target)
         names.append(name)
     return names
 

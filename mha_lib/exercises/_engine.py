@@ -7,6 +7,13 @@ Every checker prints ONE line and returns None, so a wrong answer never ends in 
 
 Exceptions raised by your own code are caught and explained in the same way.
 
+Under an autograder the same line is also a test result: when the environment variable ``NBGRADER_EXECUTION`` is
+set (nbgrader sets it to ``'autograde'`` or ``'validate'`` while it executes a notebook; see nbgrader's FAQ,
+"Can I modify the notebook behavior during autograding or validation?"), a checker prints its line as always and
+then, for a wrong answer, raises ``AssertionError(<the same line>)``, which nbgrader counts as a failed test cell.
+A right answer never raises. One function does both, ``report(line)``; every checker prints through it, so the
+checker cells of the instructor notebooks are nbgrader's graded test cells without any change to their code.
+
 Coding exercises pass your function, e.g. ``check_transpose_qkv(my_transpose_qkv)``: it is called on
 seeded inputs of several shapes (copies, so your function cannot spoil them) and its result is
 compared with the reference in mha_lib. When it differs, the checker tries the typical wrong
@@ -33,16 +40,15 @@ success line is written as ``_("English text")`` (``from ..i18n import _``), ins
 the reader's language; other values go in through named placeholders, ``_("got {shape}").format(shape=...)``, never
 an f-string (``python -m tools.translate update-lib`` then adds the message to the Chinese catalogue).
 For a new exercise, add a small wrapper to the chapter's module (``mha_lib/exercises/chNN.py``) rather than
-calling a building block in the notebook: the checker cell stays in the student copy, so an expected value written there
-would give the answer away. In the notebook, the reader's cell is tagged ``solution`` (``make student``
-turns it into a stub) and the next code cell calls the checker.
+calling a building block in the notebook: the checker cell stays in the reader edition, so an expected value written
+there would give the answer away. In the notebook, the reader's cell is tagged ``solution`` (``python -m
+tools.editions`` turns it into a stub in the reader edition, ``chapters/``) and the next code cell calls the checker.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -51,18 +57,31 @@ from torch import Tensor
 
 from ..i18n import N_, _
 
-__all__ = ["CORRECT", "NOT_YET", "assert_passes", "check_answer", "check_formula", "check_function",
-           "contains_ellipsis", "int_cases"]
+__all__ = ["CORRECT", "GRADING_VARIABLE", "NOT_YET", "check_answer", "check_formula",
+           "check_function", "contains_ellipsis", "int_cases", "report"]
 
 # English message ids; print them as _(CORRECT), _(NOT_YET), in the language of mha_lib.i18n.set_language.
 CORRECT = N_("✅ Correct: ")
 NOT_YET = N_("❌ Not yet: ")
+GRADING_VARIABLE = "NBGRADER_EXECUTION"  # set by nbgrader to 'autograde' or 'validate' while it runs a notebook
+
+
+def report(line: str) -> None:
+    """Print a checker's one line; under an autograder (``NBGRADER_EXECUTION`` set) a wrong answer also raises.
+
+    Raises:
+        AssertionError: with the same line, when the line is not a "✅ Correct" one (in the language that was set)
+            and ``NBGRADER_EXECUTION`` is set.
+    """
+    print(line)
+    if os.environ.get(GRADING_VARIABLE) and not line.startswith(_(CORRECT)):
+        raise AssertionError(line)
 
 
 def check_answer(answer: Any, expected: Any, *, name: str, hints: Mapping[Any, str] | None = None,
                  success: str = "") -> None:
     """Compare a predicted value or shape with the expected one; print a confirmation or a hint."""
-    print(_answer_message(answer, expected, name=name, hints=hints, success=success))
+    report(_answer_message(answer, expected, name=name, hints=hints, success=success))
 
 
 def check_function(fn: Any, reference: Callable, cases: Sequence[tuple], *, name: str,
@@ -72,8 +91,8 @@ def check_function(fn: Any, reference: Callable, cases: Sequence[tuple], *, name
 
     With ``mutation_hint``, a function that changes its tensor arguments in place gets that hint.
     """
-    print(_function_message(fn, reference, cases, name=name, arg_names=arg_names, hints=hints, success=success,
-                            mutation_hint=mutation_hint))
+    report(_function_message(fn, reference, cases, name=name, arg_names=arg_names, hints=hints, success=success,
+                             mutation_hint=mutation_hint))
 
 
 def check_formula(fn: Any, reference: Callable[..., Any], cases: Sequence[Mapping[str, Any]], *, name: str,
@@ -87,27 +106,12 @@ def check_formula(fn: Any, reference: Callable[..., Any], cases: Sequence[Mappin
 
     wrapped = {call(wrong): hint for wrong, hint in (hints or {}).items()}
     if not callable(fn):
-        print(_not_callable(fn, name))
+        report(_not_callable(fn, name))
         return
-    print(_function_message(call(fn), call(reference), [(dict(case),) for case in cases], name=name,
-                            arg_names=["arguments"], hints=wrapped, success=success, keywords=True))
+    report(_function_message(call(fn), call(reference), [(dict(case),) for case in cases], name=name,
+                             arg_names=["arguments"], hints=wrapped, success=success, keywords=True))
 
 
-
-def assert_passes(check: Callable[[Any], None], answer: Any) -> None:
-    """Run a checker as a graded test: print its one line as usual, and raise AssertionError unless it is ✅.
-
-    Autograders (nbgrader) count a test cell as passed when it raises nothing, so a graded cell calls
-    ``assert_passes(check_x, answer)`` where the reader's cell calls ``check_x(answer)``; the reader sees the
-    same line in both cases.
-    """
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        check(answer)
-    line = buffer.getvalue()
-    print(line, end="")
-    if not line.startswith(_(CORRECT)):
-        raise AssertionError(line.strip())
 
 
 def int_cases(specs: Sequence[tuple[int, int, int, int]]) -> list[tuple]:

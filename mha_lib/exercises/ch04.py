@@ -17,7 +17,7 @@ from ..chapters.why_heads import two_place_inputs, two_place_layer
 from ..functional import masked_softmax, transpose_output, transpose_qkv
 from ..i18n import _
 from ..modules import MultiHeadAttention
-from ._engine import CORRECT, NOT_YET, check_answer, check_formula, check_function
+from ._engine import CORRECT, NOT_YET, check_answer, check_formula, check_function, report
 
 __all__ = ['check_blend_answer', 'check_count_mha_parameters', 'check_key_projection', 'check_mha_forward',
            'check_mha_parameter_answer', 'check_mha_shapes']
@@ -60,37 +60,37 @@ def check_key_projection(fn: Any) -> None:
         try:
             matrix = fn(first, second)
         except NotImplementedError:
-            print(_(NOT_YET) + _("key_projection still raises NotImplementedError. Write its body in the cell above "
+            report(_(NOT_YET) + _("key_projection still raises NotImplementedError. Write its body in the cell above "
                                  "(delete the raise line), run that cell, then run this one again."))
             return
         except Exception as error:  # noqa: BLE001 - any error in the reader's code becomes a hint
-            print(_(NOT_YET) + _("key_projection raised {kind}: {message} ({where}).").format(
+            report(_(NOT_YET) + _("key_projection raised {kind}: {message} ({where}).").format(
                 kind=type(error).__name__, message=str(error).splitlines()[0], where=where))
             return
         if not isinstance(matrix, Tensor) or matrix.shape != (4, 4) or not matrix.is_floating_point():
             got = tuple(matrix.shape) if isinstance(matrix, Tensor) else type(matrix).__name__
-            print(_(NOT_YET) + _("key_projection should return a float tensor of shape (4, 4), like W_k.weight; got "
+            report(_(NOT_YET) + _("key_projection should return a float tensor of shape (4, 4), like W_k.weight; got "
                                  "{got} ({where}). Start from torch.zeros(4, 4).").format(got=got, where=where))
             return
         if _picks(matrix, first, second):
             continue
         if _picks(matrix.T, first, second):
-            print(_(NOT_YET) + _("you wrote the matrix that multiplies the keys, W_k; nn.Linear stores its transpose "
+            report(_(NOT_YET) + _("you wrote the matrix that multiplies the keys, W_k; nn.Linear stores its transpose "
                                  "in W_k.weight (out_features, in_features): row i makes projected feature i, "
                                  "column j reads input feature j. Transpose it ({where}).").format(where=where))
         elif _picks(matrix, second, first):
-            print(_(NOT_YET) + _("the heads are swapped: head 0 owns projected features 0-1 (rows 0 and 1 of "
+            report(_(NOT_YET) + _("the heads are swapped: head 0 owns projected features 0-1 (rows 0 and 1 of "
                                  "W_k.weight), head 1 owns features 2-3; head 0 must pick first ({where}).").format(
                 where=where))
         else:
             head0, head1 = _head_weights(matrix, first, second)
-            print(_(NOT_YET) + _("head 0 gives position {first} weight {head0:.2f} and head 1 gives position {second} "
+            report(_(NOT_YET) + _("head 0 gives position {first} weight {head0:.2f} and head 1 gives position {second} "
                                  "weight {head1:.2f}; both should be at least 0.9 ({where}). The projected query is "
                                  "(10, 0, 10, 0): only features 0 (head 0) and 2 (head 1) can raise a score, so put "
                                  "the 1s in rows 0 and 2.").format(first=first, head0=head0, second=second,
                                                                     head1=head1, where=where))
         return
-    print(_(CORRECT) + _("row 0 of W_k.weight reads position `first` into head 0's scoring feature, row 2 reads "
+    report(_(CORRECT) + _("row 0 of W_k.weight reads position `first` into head 0's scoring feature, row 2 reads "
                          "`second` into head 1's: each head picks its own position with weight above 0.9."))
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from ..chapters.anatomy import mha_flops
 from ..i18n import _
 from ..masks import causal_mask
-from ._engine import NOT_YET, check_answer, check_formula, contains_ellipsis
+from ._engine import NOT_YET, check_answer, check_formula, contains_ellipsis, report
 
 __all__ = ['check_explorer_split_shape', 'check_grey_cells', 'check_mha_flops', 'check_num_heads_options',
            'check_score_memory_answer']
@@ -31,7 +31,7 @@ def check_num_heads_options(answer: Any) -> None:
     if isinstance(answer, (list, tuple, set)) and not contains_ellipsis(answer):
         answer = tuple(sorted(answer)) if all(isinstance(a, int) for a in answer) else tuple(answer)
         if all(isinstance(a, int) for a in answer) and answer != tuple(expected) and answer not in hints:
-            print(_(NOT_YET) + _divisor_hint(answer))
+            report(_(NOT_YET) + _divisor_hint(answer))
             return
     check_answer(answer, tuple(expected), name=_("the num_heads options"), hints=hints,
                  success=_("the divisors of 48; each one gives a whole head_dim = 48 / num_heads."))

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from ..i18n import _
-from ._engine import CORRECT, NOT_YET, check_answer, check_function, contains_ellipsis
+from ._engine import CORRECT, NOT_YET, check_answer, check_function, contains_ellipsis, report
 
 __all__ = ["check_finfo_min_minus_100", "check_fixed_masked_softmax", "check_lens_that_hide_bug4"]
 
@@ -52,26 +52,26 @@ def check_fixed_masked_softmax(fn: Any) -> None:
 def check_lens_that_hide_bug4(answer: Any) -> None:
     """Exercise 3: two different ``valid_lens`` of batch_size 2 for which repeat and repeat_interleave agree."""
     if contains_ellipsis(answer):
-        print(_(NOT_YET) + _("replace each ... with a number, then run this cell again."))
+        report(_(NOT_YET) + _("replace each ... with a number, then run this cell again."))
         return
     try:
         pair = [torch.as_tensor(lens).reshape(-1).tolist() for lens in answer]
     except (TypeError, ValueError, RuntimeError):
         pair = None
     if pair is None or len(pair) != 2 or any(len(lens) != 2 for lens in pair):
-        print(_(NOT_YET) + _("give two valid_lens, each with batch_size = 2 numbers, e.g. ([..., ...], [..., ...])."))
+        report(_(NOT_YET) + _("give two valid_lens, each with batch_size = 2 numbers, e.g. ([..., ...], [..., ...])."))
         return
     if pair[0] == pair[1]:
-        print(_(NOT_YET) + _("the two valid_lens must differ from each other."))
+        report(_(NOT_YET) + _("the two valid_lens must differ from each other."))
         return
     for lens in pair:
         if torch.tensor(lens).repeat(2).tolist() != torch.tensor(lens).repeat_interleave(2).tolist():
             a, b = lens
-            print(_(NOT_YET) + _("{lens}.repeat(2) gives {tiled}, but repeat_interleave(2) gives {interleaved}: they "
+            report(_(NOT_YET) + _("{lens}.repeat(2) gives {tiled}, but repeat_interleave(2) gives {interleaved}: they "
                                  "agree only when the two lengths are the same.").format(
                 lens=lens, tiled=[a, b, a, b], interleaved=[a, a, b, b]))
             return
-    print(_(CORRECT) + _("repeat and repeat_interleave agree whenever every sentence has the same length, as in a "
+    report(_(CORRECT) + _("repeat and repeat_interleave agree whenever every sentence has the same length, as in a "
             "quick test with no padding: the bug hides exactly there."))
 
 
@@ -79,7 +79,7 @@ def check_finfo_min_minus_100(answer: Any) -> None:
     """Exercise 4: ``torch.tensor(torch.finfo(torch.float16).min, dtype=torch.float16) - 100``."""
     value = answer.item() if isinstance(answer, Tensor) and answer.numel() == 1 else answer
     if isinstance(value, float) and value != value:  # NaN is the one number not equal to itself
-        print(_(NOT_YET) + _("nothing here is undefined: a finite number minus 100 overflows to -inf, not NaN."))
+        report(_(NOT_YET) + _("nothing here is undefined: a finite number minus 100 overflows to -inf, not NaN."))
         return
     check_answer(answer, float("-inf"), name=_("the result"), hints={
         -65604: _("float16 cannot hold -65604: its most negative finite number is -65504, and anything below "

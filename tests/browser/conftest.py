@@ -2,14 +2,15 @@
 
 The server runs from this project's ``.venv`` (so its kernel has ``mha_lib``), listens on 127.0.0.1 on a
 free port, and accepts only requests that carry a fresh random token. It serves a temporary copy of
-``notebooks/``, with its own settings and runtime folders, so a run never writes into the checkout or
-reads a user's JupyterLab settings. The browser is Debian's ``chromium`` driven by Playwright; no
-browser is downloaded. Server, kernels and browser are stopped even when a test fails.
+``chapters/`` (the reader edition that ``make lab`` opens: exercises unsolved), with its own settings and
+runtime folders, so a run never writes into the checkout or reads a user's JupyterLab settings. The browser is
+Debian's ``chromium`` driven by Playwright; no browser is downloaded. Server, kernels and browser are stopped
+even when a test fails.
 
 Environment variables:
     CHROMIUM           path of the Chromium executable (default: ``chromium`` or ``chromium-browser`` on PATH)
-    MHA_NOTEBOOKS_DIR  serve the notebooks of this folder instead of ``notebooks/`` (to try the test on a
-                       scratch notebook)
+    MHA_NOTEBOOKS_DIR  serve the notebooks of this folder instead of ``chapters/`` (to try the test on a
+                       scratch notebook, or on the solved edition ``notebooks/``)
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     jupyter = VENV_BIN / "jupyter"
     if not jupyter.exists():
         pytest.fail(f"{jupyter} is missing: run `make setup` first")
-    source = Path(os.environ.get("MHA_NOTEBOOKS_DIR", ROOT / "notebooks"))
+    source = Path(os.environ.get("MHA_NOTEBOOKS_DIR", ROOT / "chapters"))
     home = tmp_path_factory.mktemp("lab")
     root = home / "notebooks"
     shutil.copytree(source, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
