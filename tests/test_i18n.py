@@ -326,3 +326,19 @@ def test_a_chinese_figure_draws_without_a_missing_glyph():
         figure.savefig(__import__("io").BytesIO(), format="png", dpi=40)
     texts = [text.get_text() for text in figure.findobj(lambda artist: hasattr(artist, "get_text"))]
     assert any("多头注意力" in text for text in texts)
+
+
+def test_cjk_font_finds_a_font_installed_after_matplotlibs_cache_was_built(monkeypatch):
+    from types import SimpleNamespace
+
+    from matplotlib import font_manager
+
+    fonts = []
+    monkeypatch.setattr(font_manager.fontManager, "ttflist", fonts)
+    monkeypatch.setattr(font_manager, "findSystemFonts", lambda: ["/fonts/DejaVuSans.ttf",
+                                                                  "/fonts/NotoSansCJK-Regular.ttc"])
+    monkeypatch.setattr(font_manager.fontManager, "addfont",
+                        lambda path: fonts.append(SimpleNamespace(name="Noto Sans CJK SC", path=path)))
+    monkeypatch.setattr(i18n, "_rescanned", False)
+    assert i18n.cjk_font() == "Noto Sans CJK SC"
+    assert [font.path for font in fonts] == ["/fonts/NotoSansCJK-Regular.ttc"]  # only the CJK file is added
