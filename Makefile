@@ -78,15 +78,16 @@ test: test-unit test-notebooks ## run the unit tests, then execute every noteboo
 test-unit: $(STAMP) ## the unit tests only
 	$(BIN)/python -m pytest tests
 
-test-notebooks: $(STAMP) ## execute every notebook (notebooks/ and chapters/) and compare each output with the stored one
-	$(BIN)/python -m pytest $(NBVAL) notebooks chapters
+test-notebooks: $(STAMP) ## execute every notebook (both editions, English and Chinese) and compare each output with the stored one
+	$(BIN)/python -m pytest $(NBVAL) notebooks chapters zh-CN/notebooks zh-CN/chapters
 
 lint: $(STAMP) ## ruff on the library, tests, benchmarks and notebooks
 	$(BIN)/ruff check .
 
-outputs: $(STAMP) ## re-execute every notebook in place, each in a fresh kernel, then remake and execute chapters/
+outputs: $(STAMP) ## re-execute every notebook in place, each in a fresh kernel, then remake and execute chapters/ and zh-CN/
 	$(EXECUTE) $(NOTEBOOKS)
 	$(MAKE) editions
+	$(MAKE) zh
 
 # tools/editions.py: refresh nbgrader's metadata in notebooks/ (a no-op unless an exercise was added or changed),
 # then their slide metadata (slide breaks depend on how tall cells and outputs are: tools/lecture), write the reader
@@ -106,7 +107,7 @@ bench-batching: $(STAMP) ## chapter 07's sweeps, recorded in mha_lib/_bench/resu
 	$(BIN)/python benchmarks/bench_batching.py $(ARGS)
 
 clean: ## remove the virtual environment, caches and build output
-	rm -rf $(VENV) build course .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) build course course-zh .pytest_cache .ruff_cache *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # requirements.lock pins every package for Linux, macOS and Windows, Python 3.11 and newer. `uv pip compile` keeps
@@ -148,10 +149,41 @@ $(BROWSER_STAMP): $(STAMP)
 	$(call pip_install,dev$(comma)browser)
 	touch $@
 
-test-browser: $(BROWSER_STAMP) ## run chapters/ 03, 05 and 11 in JupyterLab in headless Chromium (needs chromium)
+test-browser: $(BROWSER_STAMP) ## run chapters/ 03, 05, 11 and zh-CN/chapters/ 03 in JupyterLab in headless Chromium (needs chromium)
 	timeout --kill-after=30 1200 $(BIN)/python -m pytest tests/browser
 
 .PHONY: assignments
 COURSE ?= course
 assignments: $(STAMP) ## an nbgrader course in $(COURSE)/: source/ = the graded notebooks/, release/ by nbgrader
 	$(BIN)/python -m tools.nbgrader_course $(COURSE)
+
+# --- 简体中文版: the Chinese edition -----------------------------------------------------------------------------------
+# zh-CN/notebooks/ is built from notebooks/ and the translations in translations/zh_CN/ by tools/translate.py (the code
+# cells are the English ones, plus one cell that switches mha_lib's printed messages to Chinese); zh-CN/chapters/ is
+# its reader edition. Both are committed and executed, and `make test` runs them with nbval like the English ones.
+# JupyterLab's own menus come in Chinese from the jupyterlab-language-pack-zh-cn package, chosen by settings-zh.
+ZH_NOTEBOOKS := $(patsubst notebooks/%,zh-CN/notebooks/%,$(NOTEBOOKS))
+ZH_CHAPTERS := $(patsubst notebooks/%,zh-CN/chapters/%,$(NOTEBOOKS))
+.PHONY: lab-zh zh slides-zh html-zh assignments-zh
+
+lab-zh: $(STAMP) ## 中文版：JupyterLab in Chinese at chapter 00 of the Chinese reader edition (zh-CN/chapters/)
+	$(BIN)/jupyter lab --notebook-dir=zh-CN/chapters --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) $(ALLOW_ROOT) \
+		--LabApp.default_url=/lab/tree/00_start_here.ipynb --LabApp.app_settings_dir=.jupyter/lab/settings-zh
+
+zh: $(STAMP) ## rebuild the Chinese edition from notebooks/ and translations/zh_CN/ (python -m tools.translate), execute it
+	$(BIN)/python -m tools.translate build zh_CN
+	$(EXECUTE) $(ZH_NOTEBOOKS)
+	$(BIN)/python -m tools.lecture metadata $(ZH_NOTEBOOKS)
+	$(BIN)/python -m tools.editions reader --language zh_CN
+	$(EXECUTE) $(ZH_CHAPTERS)
+
+slides-zh: $(STAMP) $(LECTURE_ASSETS) ## the Chinese chapters as reveal.js slides in build/slides-zh/
+	rm -rf build/slides-zh
+	$(BIN)/python -m tools.lecture slides --assets $(LECTURE_VENDOR) --out build/slides-zh $(ZH_NOTEBOOKS)
+
+html-zh: $(STAMP) $(LECTURE_ASSETS) ## the Chinese chapters as static HTML pages in build/html-zh/
+	rm -rf build/html-zh
+	$(BIN)/python -m tools.lecture html --assets $(LECTURE_VENDOR) --out build/html-zh $(ZH_NOTEBOOKS)
+
+assignments-zh: $(STAMP) ## the nbgrader course of the Chinese chapters in course-zh/
+	$(BIN)/python -m tools.nbgrader_course course-zh $(ZH_NOTEBOOKS)

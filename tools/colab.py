@@ -4,6 +4,7 @@ Usage: python tools/colab.py [NOTEBOOK ...]   add or update the cell (default: e
        python tools/colab.py --check          exit 1 if a notebook of notebooks/ or chapters/ lacks the current
                                               cell or the README's badges differ from what --badges prints
        python tools/colab.py --badges         print the README badges: Binder, and Colab for each chapter
+       python tools/colab.py --badges --language zh_CN   the same for README.zh-CN.md and the Chinese edition
 
 The repository address lives in one place, ``[project.urls] Repository`` in pyproject.toml; the cell and the
 badges are made from it. After changing it, run this tool, remake the reader edition (``make editions``), paste
@@ -31,6 +32,12 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 CHAPTERS = ROOT / "chapters"  # the reader edition (tools/editions.py): what the Binder and Colab badges open
 README = ROOT / "README.md"
+# Each language's instructor notebooks (their titles), reader edition (what the badges open), README, and the
+# header of the badge table. The Chinese notebooks are built from the English ones (tools/translate.py).
+LANGUAGES = {
+    "en": (NOTEBOOKS, CHAPTERS, README, "Chapter"),
+    "zh_CN": (ROOT / "zh-CN" / "notebooks", ROOT / "zh-CN" / "chapters", ROOT / "README.zh-CN.md", "章节"),
+}
 BRANCH = "main"
 TAG = "colab-install"
 _GITHUB = re.compile(r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
@@ -103,37 +110,42 @@ def is_current(notebook: nbformat.NotebookNode) -> bool:
     return bool(code) and is_install_cell(code[0]) and code[0].source == INSTALL_CELL and not code[0].outputs
 
 
-def colab_url(path: Path) -> str:
-    return f"https://colab.research.google.com/github/{_repository()}/blob/{BRANCH}/chapters/{path.name}"
+def colab_url(path: Path, reader: Path = CHAPTERS) -> str:
+    return f"https://colab.research.google.com/github/{_repository()}/blob/{BRANCH}/{_folder(reader)}/{path.name}"
 
 
-def binder_url(path: Path) -> str:
-    return f"https://mybinder.org/v2/gh/{_repository()}/HEAD?urlpath=lab/tree/chapters/{path.name}"
+def binder_url(path: Path, reader: Path = CHAPTERS) -> str:
+    return f"https://mybinder.org/v2/gh/{_repository()}/HEAD?urlpath=lab/tree/{_folder(reader)}/{path.name}"
+
+
+def _folder(reader: Path) -> str:
+    return reader.relative_to(ROOT).as_posix()
 
 
 def _repository() -> str:
     return REPOSITORY_URL.removeprefix("https://github.com/")
 
 
-def badges(paths: list[Path]) -> str:
+def badges(paths: list[Path], language: str = "en") -> str:
     """Markdown for the README: a Binder badge, then one Colab badge per chapter with its title."""
-    lines = [f"[![Binder](https://mybinder.org/badge_logo.svg)]({binder_url(paths[0])})", "",
-             "| Chapter | Colab |", "| --- | --- |"]
+    _, reader, _, header = LANGUAGES[language]
+    lines = [f"[![Binder](https://mybinder.org/badge_logo.svg)]({binder_url(paths[0], reader)})", "",
+             f"| {header} | Colab |", "| --- | --- |"]
     for path in paths:
         notebook = nbformat.read(path, as_version=4)
         heading = next(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
         title = re.match(r"#\s*(.+)", heading.splitlines()[0]).group(1).strip()
         badge = "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
-        lines.append(f"| {title} | {badge}({colab_url(path)}) |")
+        lines.append(f"| {title} | {badge}({colab_url(path, reader)}) |")
     return "\n".join(lines)
 
 
-def readme_drift(readme: str, paths: list[Path]) -> list[str]:
+def readme_drift(readme: str, paths: list[Path], language: str = "en") -> list[str]:
     """What the README lacks of the current badges, and badge links in it that are not current ([] if none)."""
-    expected = [line for line in badges(paths).splitlines() if line]
+    expected = [line for line in badges(paths, language).splitlines() if line]
     present = set(readme.splitlines())
     missing = [f"missing: {line}" for line in expected if line not in present]
-    current = set(_BADGE_URL.findall(badges(paths)))
+    current = set(_BADGE_URL.findall(badges(paths, language)))
     stale = [f"not current: {url}" for url in _BADGE_URL.findall(readme) if url not in current]
     return missing + stale
 
@@ -144,26 +156,37 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="report notebooks without the current cell")
     mode.add_argument("--badges", action="store_true", help="print the README badges")
+    parser.add_argument("--language", choices=list(LANGUAGES), default="en", help="which README's badges to print")
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     if args.badges:
-        print(badges(paths))
+        source = LANGUAGES[args.language][0]
+        print(badges(sorted(source.glob("[0-9][0-9]_*.ipynb")) if not args.notebooks else paths, args.language))
         return 0
-    stale = []
-    checked = paths + (sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb")) if args.check and not args.notebooks else [])
-    for path in checked if args.check else paths:
-        notebook = nbformat.read(path, as_version=4)
-        if args.check:
-            if not is_current(notebook):
-                stale.append(f"{path.parent.name}/{path.name}")
-        elif add_install_cell(notebook):
-            nbformat.write(notebook, path)
-            print(f"updated {path.name}")
-    drift = readme_drift(README.read_text(), sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))) if args.check else []
+    if not args.check:
+        for path in paths:
+            notebook = nbformat.read(path, as_version=4)
+            if add_install_cell(notebook):
+                nbformat.write(notebook, path)
+                print(f"updated {path.name}")
+        return 0
+    # --check: every edition of every language has the current cell, and each README the current badges
+    stale, drift = [], []
+    for language, (source, reader, readme, _) in LANGUAGES.items():
+        checked = paths if args.notebooks else [path for folder in (source, reader)
+                                                for path in sorted(folder.glob("[0-9][0-9]_*.ipynb"))]
+        for path in checked:
+            if not is_current(nbformat.read(path, as_version=4)):
+                stale.append(path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name)
+        if args.notebooks:
+            break
+        titles = sorted(source.glob("[0-9][0-9]_*.ipynb"))
+        if titles:
+            drift += [f"{readme.name}: {line}" for line in readme_drift(readme.read_text(), titles, language)]
     if stale:
         print(f"without the current install cell (run `python tools/colab.py`): {', '.join(stale)}")
     if drift:
-        print("README.md badges differ from `python tools/colab.py --badges`:", *drift, sep="\n  ")
+        print("README badges differ from `python tools/colab.py --badges [--language zh_CN]`:", *drift, sep="\n  ")
     return 1 if stale or drift else 0
 
 

@@ -43,10 +43,17 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "notebooks"
 READER = ROOT / "chapters"
+# Each language's instructor notebooks, its reader edition, and the words of a collapsed solution's summary. The
+# Chinese instructor notebooks are built from the English ones by tools/translate.py.
+LANGUAGES = {
+    "en": (SOURCE, READER, "Show a solution"),
+    "zh_CN": (ROOT / "zh-CN" / "notebooks", ROOT / "zh-CN" / "chapters", "显示参考答案"),
+}
 SOLUTION_TAG = "solution"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-SUMMARY = "<details><summary>Show a solution</summary>"
-_EXERCISE_NUMBER = re.compile(r"Exercise (\d+)")
+SUMMARY_LINE = "<details><summary>{}</summary>"
+SUMMARY = SUMMARY_LINE.format(LANGUAGES["en"][2])
+_EXERCISE_NUMBER = re.compile(r"(?:Exercise|练习)\s*(\d+)")
 
 
 # ---- exercises: an answer cell and the checker cells after it ------------------------------------------------------
@@ -180,24 +187,25 @@ def _function_stub(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str
     return "\n".join(header + [f'{indent}raise NotImplementedError("Exercise: write the body of {node.name}")'])
 
 
-def solution_markdown(source: str) -> str:
+def solution_markdown(source: str, summary: str = LANGUAGES["en"][2]) -> str:
     """The collapsed solution shown after an exercise's checker in the reader edition."""
-    return f"{SUMMARY}\n\n```python\n{strip_markers(source).strip()}\n```\n\n</details>"
+    return f"{SUMMARY_LINE.format(summary)}\n\n```python\n{strip_markers(source).strip()}\n```\n\n</details>"
 
 
 # ---- the reader edition -----------------------------------------------------------------------------------------
 
-def reader_notebook(nb: nbformat.NotebookNode, prefix: str) -> nbformat.NotebookNode:
+def reader_notebook(nb: nbformat.NotebookNode, prefix: str, language: str = "en") -> nbformat.NotebookNode:
     """The reader edition of an instructor notebook: stubs, checkers unchanged, collapsed solutions, no nbgrader.
 
-    ``prefix`` (``ch02``) names the cells of the collapsed solutions, ``ch02_ex3_shown``.
+    ``prefix`` (``ch02``) names the cells of the collapsed solutions, ``ch02_ex3_shown``; ``language`` chooses the
+    words of their summary line.
     """
     nb = nbformat.from_dict(nb)  # a deep copy; the instructor notebook stays as it is
     found = exercises(nb)
     names = _grade_ids(nb, prefix)
     for (index, checkers), name in reversed(list(zip(found, names, strict=True))):
         cell = nb.cells[index]
-        shown = nbformat.v4.new_markdown_cell(solution_markdown(cell.source))
+        shown = nbformat.v4.new_markdown_cell(solution_markdown(cell.source, LANGUAGES[language][2]))
         shown.id = f"{name}_shown"
         if nb.nbformat_minor < 5:
             shown.pop("id", None)
@@ -212,12 +220,13 @@ def reader_notebook(nb: nbformat.NotebookNode, prefix: str) -> nbformat.Notebook
     return nb
 
 
-def write_reader_edition(notebooks: list[Path], target: Path = READER) -> list[Path]:
+def write_reader_edition(notebooks: list[Path], target: Path = READER, language: str = "en") -> list[Path]:
     """Write the reader edition of each notebook into ``target``; returns the paths written."""
     target.mkdir(parents=True, exist_ok=True)
     written = []
     for path in notebooks:
-        nbformat.write(reader_notebook(nbformat.read(path, as_version=4), chapter_prefix(path)), target / path.name)
+        nb = reader_notebook(nbformat.read(path, as_version=4), chapter_prefix(path), language)
+        nbformat.write(nb, target / path.name)
         written.append(target / path.name)
     return written
 
@@ -229,7 +238,7 @@ def comparable(nb: nbformat.NotebookNode) -> list[tuple]:
             for cell in nb.cells]
 
 
-def stale_reader_edition(source: Path = SOURCE, target: Path = READER) -> list[str]:
+def stale_reader_edition(source: Path = SOURCE, target: Path = READER, language: str = "en") -> list[str]:
     """What differs between ``target`` and the reader edition of ``source`` ([] when it is current)."""
     problems = []
     wanted = {path.name: path for path in sorted(source.glob("*.ipynb"))}
@@ -237,7 +246,8 @@ def stale_reader_edition(source: Path = SOURCE, target: Path = READER) -> list[s
     problems += [f"missing: {target.name}/{name}" for name in sorted(set(wanted) - present)]
     problems += [f"extra: {target.name}/{name}" for name in sorted(present - set(wanted))]
     for name in sorted(set(wanted) & present):
-        fresh = comparable(reader_notebook(nbformat.read(wanted[name], as_version=4), chapter_prefix(wanted[name])))
+        fresh = comparable(reader_notebook(nbformat.read(wanted[name], as_version=4), chapter_prefix(wanted[name]),
+                                           language))
         committed = comparable(nbformat.read(target / name, as_version=4))
         if fresh != committed:
             where = next((i for i, (a, b) in enumerate(zip(fresh, committed, strict=False)) if a != b),
@@ -312,11 +322,14 @@ def nbgrader_problems(path: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["reader", "nbgrader", "check"])
-    parser.add_argument("notebooks", nargs="*", type=Path, help="instructor notebooks (default: notebooks/*.ipynb)")
+    parser.add_argument("notebooks", nargs="*", type=Path, help="instructor notebooks (default: all of the language)")
+    parser.add_argument("--language", choices=list(LANGUAGES), default="en",
+                        help="en: notebooks/ -> chapters/; zh_CN: zh-CN/notebooks/ -> zh-CN/chapters/")
     args = parser.parse_args(argv)
-    paths = args.notebooks or sorted(SOURCE.glob("*.ipynb"))
+    source, target, _ = LANGUAGES[args.language]
+    paths = args.notebooks or sorted(source.glob("*.ipynb"))
     if args.command == "reader":
-        for path in write_reader_edition(paths):
+        for path in write_reader_edition(paths, target, args.language):
             count = len(exercises(nbformat.read(path, as_version=4)))
             print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {count} exercise(s) unsolved")
         return 0
@@ -327,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
                 nbformat.write(nb, path)
                 print(f"{path.name}: nbgrader metadata written")
         return 0
-    problems = stale_reader_edition() + [p for path in paths for p in nbgrader_problems(path)]
+    problems = (stale_reader_edition(source, target, args.language)
+                + [p for path in paths for p in nbgrader_problems(path)])
     for problem in problems:
         print(problem)
     if problems:

@@ -2,7 +2,13 @@
 
     python -m tools.translate update [LANG]   # refresh translations/LANG/*.po from the English notebooks/
     python -m tools.translate check [LANG]    # list the blocks that are untranslated or stale; exit 1 if any
+    python -m tools.translate build [LANG]    # write the translated notebooks (zh-CN/notebooks/), outputs cleared
     python -m tools.translate update-lib [LANG]  # refresh mha_lib's message catalogue and compile it (.mo)
+
+The translated edition has the English notebook's code cells, unchanged, and one more code cell after the
+Colab install cell, tagged ``language``, that switches mha_lib's printed messages to the language. ``make
+zh`` builds it and executes it; ``tests/test_translations.py`` fails when a committed translated notebook is
+not what ``build`` makes, or when a catalogue is incomplete or stale.
 
 A markdown cell is cut into blocks at its blank lines (a ``$$`` formula or a fenced code block stays whole);
 each block is one catalogue entry: its English text is the ``msgid``, its translation the ``msgstr``. This is
@@ -37,6 +43,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "notebooks"
 CATALOGUES = ROOT / "translations"
 LANGUAGES = {"zh_CN": "Simplified Chinese"}
+EDITIONS = {"zh_CN": ROOT / "zh-CN" / "notebooks"}  # where each language's notebooks are written
+LANGUAGE_TAG = "language"
+LANGUAGE_CELL = {
+    "zh_CN": 'import mha_lib\n\nmha_lib.set_language("zh_CN")  # 练习检查器、表格和图中的文字使用中文',
+}
 WORD = re.compile(r"[A-Za-z]{2,}")
 
 
@@ -126,6 +137,43 @@ def problems(catalogue: polib.POFile) -> list[str]:
 
 def catalogue_path(notebook: Path, language: str) -> Path:
     return CATALOGUES / language / f"{notebook.stem}.po"
+
+
+def translate_notebook(notebook: Path, language: str) -> nbformat.NotebookNode:
+    """The chapter in ``language``: every markdown block translated, the code cells as they are, outputs cleared.
+
+    Raises ValueError naming the first block whose translation is missing or stale.
+    """
+    catalogue = polib.pofile(str(catalogue_path(notebook, language)))
+    ready = {entry.msgid: entry.msgstr for entry in catalogue
+             if entry.msgstr and not entry.fuzzy and not entry.obsolete}
+    nb = nbformat.read(notebook, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            blocks = split_blocks(cell.source)
+            for block in blocks:
+                if needs_translation(block) and block not in ready:
+                    raise ValueError(f"{notebook.name}: no translation into {language} of the block {block[:80]!r}; "
+                                     f"run: python -m tools.translate update {language}, then translate it")
+            cell.source = "\n\n".join(ready.get(block, block) for block in blocks)
+        elif cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    install = next(index for index, cell in enumerate(nb.cells) if "colab-install" in cell.metadata.get("tags", []))
+    switch = nbformat.v4.new_code_cell(LANGUAGE_CELL[language], id=LANGUAGE_TAG,
+                                       metadata={"tags": [LANGUAGE_TAG], "slideshow": {"slide_type": "skip"}})
+    nb.cells.insert(install + 1, switch)
+    return nb
+
+
+def build(language: str) -> list[Path]:
+    """Write the translated notebooks of ``language`` into its edition folder; return their paths."""
+    folder = EDITIONS[language]
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for notebook in sorted(SOURCE.glob("[0-9][0-9]_*.ipynb")):
+        nbformat.write(translate_notebook(notebook, language), folder / notebook.name)
+        written.append(folder / notebook.name)
+    return written
 
 
 LIBRARY = ROOT / "mha_lib"
@@ -219,13 +267,17 @@ def library_problems(language: str, package: Path = LIBRARY) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("update", "check", "update-lib"):
+    if not argv or argv[0] not in ("update", "check", "build", "update-lib"):
         print(__doc__)
         return 2
     language = argv[1] if len(argv) > 1 else "zh_CN"
     if language not in LANGUAGES:
         print(f"unknown language {language!r}; known: {', '.join(LANGUAGES)}", file=sys.stderr)
         return 2
+    if argv[0] == "build":
+        for path in build(language):
+            print(f"{path.relative_to(ROOT)} written (outputs cleared: execute it, e.g. make zh)")
+        return 0
     if argv[0] == "update-lib":
         catalogue = update_library_catalogue(language)
         found = library_problems(language)

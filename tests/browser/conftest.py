@@ -26,6 +26,7 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,8 @@ LAB_SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
         "fetchNews": "false", "checkForUpdates": False},
 }
+# JupyterLab in Chinese: the locale of jupyterlab-language-pack-zh-cn, as .jupyter/lab/settings-zh sets it
+ZH_SETTINGS = {"@jupyterlab/translation-extension/plugin.jupyterlab-settings": {"locale": "zh_CN"}}
 
 
 def _free_port() -> int:
@@ -116,20 +119,20 @@ def chromium_executable() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
-def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    """JupyterLab from .venv on 127.0.0.1, a free port and a random token, serving a copy of the notebooks."""
+@contextmanager
+def running_lab(tmp_path_factory: pytest.TempPathFactory, source: Path,
+                settings: dict[str, dict] = LAB_SETTINGS) -> Iterator[LabServer]:
+    """JupyterLab from .venv on 127.0.0.1, a free port and a random token, serving a copy of ``source``."""
     jupyter = VENV_BIN / "jupyter"
     if not jupyter.exists():
         pytest.fail(f"{jupyter} is missing: run `make setup` first")
-    source = Path(os.environ.get("MHA_NOTEBOOKS_DIR", ROOT / "chapters"))
     home = tmp_path_factory.mktemp("lab")
     root = home / "notebooks"
     shutil.copytree(source, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    settings = home / "user-settings"
-    for name, values in LAB_SETTINGS.items():
-        (settings / name).parent.mkdir(parents=True, exist_ok=True)
-        (settings / name).write_text(json.dumps(values))
+    settings_dir = home / "user-settings"
+    for name, values in settings.items():
+        (settings_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (settings_dir / name).write_text(json.dumps(values))
 
     port, token = _free_port(), secrets.token_hex(24)
     env = {
@@ -146,7 +149,7 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}", "--PasswordIdentityProvider.hashed_password=",
         f"--ServerApp.root_dir={root}",
-        f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={home / 'workspaces'}",
+        f"--LabApp.user_settings_dir={settings_dir}", f"--LabApp.workspaces_dir={home / 'workspaces'}",
         "--LabApp.expose_app_in_browser=True",  # window.jupyterapp.restored: the page is ready for keys
     ]
     if os.geteuid() == 0:  # CI machines and containers run as root
@@ -171,6 +174,20 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
         _stop(process, url, token)
         log.close()
         signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """The reader edition (or MHA_NOTEBOOKS_DIR) in an English JupyterLab."""
+    with running_lab(tmp_path_factory, Path(os.environ.get("MHA_NOTEBOOKS_DIR", ROOT / "chapters"))) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def lab_server_zh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """The Chinese reader edition in a Chinese JupyterLab (the language pack, as `make lab-zh` opens it)."""
+    with running_lab(tmp_path_factory, ROOT / "zh-CN" / "chapters", LAB_SETTINGS | ZH_SETTINGS) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
