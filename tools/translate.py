@@ -3,6 +3,7 @@
     python -m tools.translate update [LANG]   # refresh translations/LANG/*.po from the English notebooks/
     python -m tools.translate check [LANG]    # list the blocks that are untranslated or stale; exit 1 if any
     python -m tools.translate build [LANG]    # write the translated notebooks (zh-CN/notebooks/), outputs cleared
+    python -m tools.translate update-lib [LANG]  # refresh mha_lib's message catalogue and compile it (.mo)
 
 The translated edition has the English notebook's code cells, unchanged, and one more code cell after the
 Colab install cell, tagged ``language``, that switches mha_lib's printed messages to the language. ``make
@@ -16,13 +17,23 @@ update keeps that entry's translation as a draft, marked ``fuzzy`` with the prev
 (``#| msgid``), so a translator sees exactly what changed; ``check`` fails until a person has revised it and
 removed the mark. Blocks without words (a lone formula) are not translated. Poedit, Lokalize or any text
 editor can edit the catalogues.
+
+mha_lib's own messages (the checkers' verdicts and hints, table headers, widget labels, figure text) are marked
+in the source as ``_("English")``, ``N_("English")`` or ``figure_text("English")`` (see mha_lib/i18n.py).
+``update-lib`` extracts every such literal with ``ast`` into ``mha_lib/locale/LANG/LC_MESSAGES/mha_lib.po`` by the
+same rules (an unchanged message keeps its translation, a changed one becomes a fuzzy draft with ``#| msgid``) and
+compiles ``mha_lib.mo`` beside it, which is committed so that the package needs no polib. ``check`` checks that
+catalogue too: every marked message present and translated, none fuzzy, the same ``{placeholders}`` in the
+translation, the ``.mo`` up to date.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -165,8 +176,98 @@ def build(language: str) -> list[Path]:
     return written
 
 
+LIBRARY = ROOT / "mha_lib"
+MARKERS = ("_", "N_", "figure_text")  # the functions of mha_lib.i18n that mark a message
+PLACEHOLDER = re.compile(r"{([^{}]*)}")
+
+
+def library_messages(package: Path = LIBRARY) -> dict[str, list[tuple[str, str]]]:
+    """Every literal marked ``_("...")`` or ``N_("...")`` in the package: message -> [(file, line), ...]."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in MARKERS
+                    and len(node.args) == 1 and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str) and node.args[0].value):
+                where = (path.relative_to(package.parent).as_posix(), str(node.lineno))
+                found.setdefault(node.args[0].value, []).append(where)
+    return found
+
+
+def library_catalogue_path(language: str) -> Path:
+    return LIBRARY / "locale" / language / "LC_MESSAGES" / "mha_lib.po"
+
+
+def placeholders(message: str) -> list[str]:
+    """The ``str.format`` fields of a message, sorted: ``"{shape} vs {expected_shape}"`` -> both names."""
+    return sorted(PLACEHOLDER.findall(message))
+
+
+def update_library_catalogue(language: str, package: Path = LIBRARY) -> polib.POFile:
+    """Merge the package's marked messages into its PO catalogue and compile the ``.mo`` beside it."""
+    path = library_catalogue_path(language) if package == LIBRARY else \
+        package / "locale" / language / "LC_MESSAGES" / "mha_lib.po"
+    old = polib.pofile(str(path)) if path.exists() else polib.POFile()
+    done = {entry.msgid: entry for entry in old if not entry.obsolete and entry.msgstr}
+    catalogue = polib.POFile(wrapwidth=0)
+    catalogue.metadata = {
+        "Project-Id-Version": "mha_lib",
+        "Language": language,
+        "MIME-Version": "1.0",
+        "Content-Type": "text/plain; charset=UTF-8",
+        "Content-Transfer-Encoding": "8bit",
+        "Plural-Forms": "nplurals=1; plural=0;",
+    }
+    for message, occurrences in library_messages(package).items():
+        entry = polib.POEntry(msgid=message, occurrences=occurrences)
+        if message in done:
+            entry.msgstr, entry.flags = done[message].msgstr, list(done[message].flags)
+            entry.previous_msgid, entry.tcomment = done[message].previous_msgid, done[message].tcomment
+        else:  # a new or changed message: a draft from the most similar old one, marked fuzzy
+            close = difflib.get_close_matches(message, list(done), n=1, cutoff=0.6)
+            if close:
+                entry.msgstr, entry.flags, entry.previous_msgid = done[close[0]].msgstr, ["fuzzy"], close[0]
+        catalogue.append(entry)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    catalogue.save(str(path))
+    catalogue.save_as_mofile(str(path.with_suffix(".mo")))
+    return catalogue
+
+
+def compiled(catalogue: polib.POFile) -> bytes:
+    """The ``.mo`` bytes of a catalogue (fuzzy and untranslated entries are left out, as msgfmt does)."""
+    with tempfile.TemporaryDirectory() as folder:
+        target = Path(folder) / "mha_lib.mo"
+        catalogue.save_as_mofile(str(target))
+        return target.read_bytes()
+
+
+def library_problems(language: str, package: Path = LIBRARY) -> list[str]:
+    """Why mha_lib's catalogue is not ready: a marked message missing, untranslated, fuzzy, placeholders that
+    differ, or a ``.mo`` that is not the compiled ``.po``."""
+    path = library_catalogue_path(language) if package == LIBRARY else \
+        package / "locale" / language / "LC_MESSAGES" / "mha_lib.po"
+    if not path.exists():
+        return [f"{path.name}: missing (run: python -m tools.translate update-lib {language})"]
+    catalogue = polib.pofile(str(path))
+    found = problems(catalogue)
+    known = {entry.msgid for entry in catalogue if not entry.obsolete}
+    for message, occurrences in library_messages(package).items():
+        if message not in known:
+            found.append(f"{':'.join(occurrences[0])}: not in the catalogue (run update-lib): {message[:60]!r}")
+    for entry in catalogue:
+        if entry.msgstr and not entry.obsolete and placeholders(entry.msgid) != placeholders(entry.msgstr):
+            found.append(f"{entry.occurrences[0][0]}: the translation's placeholders "
+                         f"{placeholders(entry.msgstr)} differ from {placeholders(entry.msgid)}: {entry.msgid[:60]!r}")
+    mo = path.with_suffix(".mo")
+    if not mo.exists() or mo.read_bytes() != compiled(catalogue):
+        found.append(f"{mo.name}: not the compiled {path.name} (run update-lib)")
+    return found
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("update", "check", "build"):
+    if not argv or argv[0] not in ("update", "check", "build", "update-lib"):
         print(__doc__)
         return 2
     language = argv[1] if len(argv) > 1 else "zh_CN"
@@ -176,6 +277,11 @@ def main(argv: list[str]) -> int:
     if argv[0] == "build":
         for path in build(language):
             print(f"{path.relative_to(ROOT)} written (outputs cleared: execute it, e.g. make zh)")
+        return 0
+    if argv[0] == "update-lib":
+        catalogue = update_library_catalogue(language)
+        found = library_problems(language)
+        print(f"{library_catalogue_path(language).relative_to(ROOT)}: {len(catalogue)} messages, {len(found)} to do")
         return 0
     failures = 0
     for notebook in sorted(SOURCE.glob("[0-9][0-9]_*.ipynb")):
@@ -194,6 +300,12 @@ def main(argv: list[str]) -> int:
         if argv[0] == "check":
             for line in found:
                 print("  " + line)
+    if argv[0] == "check":
+        found = library_problems(language)
+        failures += len(found)
+        print(f"{library_catalogue_path(language).relative_to(ROOT)}: {len(found)} to do")
+        for line in found:
+            print("  " + line)
     return 1 if argv[0] == "check" and failures else 0
 
 

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from .._validation import require_heads_divide, require_positive_int
+from ..i18n import N_, _
 from ..modules import MultiHeadAttention
 from .tables import format_table
 
@@ -22,6 +23,12 @@ __all__ = [
     "score_bytes",
     "trace_multi_head_attention",
 ]
+
+
+# The names of the steps and the worded operations that MultiHeadAttention's forward pass records (mha_lib/modules.py),
+# marked for the catalogue: format_trace and the explorer print them in the reader's language.
+STEP_NAMES = (N_("input"), N_("mask"), N_("1 project"), N_("split heads"), N_("2 score, 3 softmax"),
+              N_("3 weighted sum"), N_("4 concatenate"), N_("5 output projection"), N_("mask, repeated per head"))
 
 
 class TraceRow(NamedTuple):
@@ -77,7 +84,14 @@ def format_trace(rows: list[TraceRow]) -> str:
         if not isinstance(row, TraceRow):
             raise TypeError(f"rows must be TraceRows from trace_multi_head_attention, row {number} is a "
                             f"{type(row).__name__}")
-    return format_table([(row.step, row.operation, row.shape) for row in rows], ["step", "operation", "shape"])
+    return format_table([(localized_step(row.step), _(row.operation), row.shape) for row in rows],
+                        [N_("step"), N_("operation"), N_("shape")])
+
+
+def localized_step(step: str) -> str:
+    """A step's name in the reader's language, keeping its indentation (a sub-step starts with two spaces)."""
+    name = step.lstrip(" ")
+    return step[:len(step) - len(name)] + _(name)
 
 
 def count_parameters(module: nn.Module) -> int:

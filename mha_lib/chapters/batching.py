@@ -27,6 +27,7 @@ from torch import Tensor
 
 from .._validation import require_heads_divide, require_positive_int, require_qkv, require_split_input
 from ..functional import dot_product_attention, transpose_output, transpose_qkv
+from ..i18n import N_, figure_text
 from .anatomy import mha_flops, score_bytes
 
 if TYPE_CHECKING:
@@ -110,8 +111,9 @@ IMPLEMENTATIONS: dict[str, Callable[[Tensor, Tensor, Tensor, int], Tensor]] = {
     "per_head": attention_per_head,
     "batched": attention_batched,
 }
-_LABELS = {"per_sample": "loop over samples", "per_head": "loop over heads", "batched": "batched (one call)",
-           "explicit": "explicit (stores scores)", "sdpa": "F.scaled_dot_product_attention"}
+_LABELS = {"per_sample": N_("loop over samples"), "per_head": N_("loop over heads"),
+           "batched": N_("batched (one call)"), "explicit": N_("explicit (stores scores)"),
+           "sdpa": "F.scaled_dot_product_attention"}
 
 
 def call_plan(batch_size: int, seq_len: int, num_hiddens: int, num_heads: int) -> list[tuple[str, int, tuple]]:
@@ -246,17 +248,18 @@ _DEVICE_COLOURS = {"cpu": "tab:blue", "cuda": "tab:green", "mps": "tab:purple"}
 
 
 def _threads_text(threads: int) -> str:
-    return "1 thread" if threads == 1 else f"{threads} threads"
+    return figure_text("1 thread") if threads == 1 else figure_text("{count} threads").format(count=threads)
 
 
 def _live_label(run: DeviceRun) -> str:
     threads = f", {_threads_text(run.threads)}" if run.device == "cpu" else ""
-    return f"live: {run.device} ({run.name}{threads})"
+    return figure_text("live: {device} ({name}{threads})").format(device=run.device, name=run.name, threads=threads)
 
 
 def _recorded_label(result: BenchResult, run: DeviceRun) -> str:
     threads = f", {_threads_text(run.threads)}" if run.device == "cpu" else ""
-    return f"recorded on {run.name} ({run.device}{threads}), torch {result.torch}, {result.date}"
+    return figure_text("recorded on {name} ({device}{threads}), torch {torch}, {date}").format(
+        name=run.name, device=run.device, threads=threads, torch=result.torch, date=result.date)
 
 
 def _short(run: DeviceRun) -> str:
@@ -276,14 +279,16 @@ def plot_loops_vs_batch(runs: Sequence[DeviceRun]) -> Figure:
                  "marker": "o" if run.device == "cpu" else "s"}
         for name in IMPLEMENTATIONS:
             time_ax.plot(sweep.batch_sizes, [t * 1e3 for t in sweep.median_s[name]], color=_COLOURS[name],
-                         label=f"{_LABELS[name]}, {_short(run)}", **style)
+                         label=f"{figure_text(_LABELS[name])}, {_short(run)}", **style)
         for name in ("per_sample", "per_head"):
             speed_ax.plot(sweep.batch_sizes, speedups(sweep.median_s[name], sweep.median_s["batched"]),
-                          color=_COLOURS[name], label=f"batched vs {_LABELS[name]}, {_short(run)}", **style)
-    time_ax.set(xscale="log", yscale="log", xlabel="batch size (samples)", ylabel="median time per call (ms)",
-                title="Time for one multi-head attention")
-    speed_ax.set(xscale="log", xlabel="batch size (samples)", ylabel="speed-up of the batched call (×)",
-                 title="How many times faster one batched call is")
+                          color=_COLOURS[name], label=figure_text("batched vs {other}, {run}").format(
+                              other=figure_text(_LABELS[name]), run=_short(run)), **style)
+    time_ax.set(xscale="log", yscale="log", xlabel=figure_text("batch size (samples)"),
+                ylabel=figure_text("median time per call (ms)"), title=figure_text("Time for one multi-head attention"))
+    speed_ax.set(xscale="log", xlabel=figure_text("batch size (samples)"),
+                 ylabel=figure_text("speed-up of the batched call (×)"),
+                 title=figure_text("How many times faster one batched call is"))
     speed_ax.axhline(1.0, color="gray", linewidth=0.8, linestyle=":")
     for ax in (time_ax, speed_ax):
         ax.legend(fontsize="x-small")
@@ -318,20 +323,24 @@ def plot_devices(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]) -> 
             cpu_times = zip(cpu.batch_sweep.batch_sizes, cpu.batch_sweep.median_s["batched"], strict=True)
             common = [(size, t / gpu[size]) for size, t in cpu_times if size in gpu]
             if common:
-                where = "live" if kind == "live" else f"recorded {result.date}"
-                speed_ax.plot(*zip(*common, strict=True), label=f"{run.name} vs its CPU ({where})",
+                where = figure_text("live") if kind == "live" else figure_text("recorded {date}").format(
+                    date=result.date)
+                speed_ax.plot(*zip(*common, strict=True),
+                              label=figure_text("{name} vs its CPU ({where})").format(name=run.name, where=where),
                               **_line_style(kind, run.device))
                 drawn += 1
-    time_ax.set(xscale="log", yscale="log", xlabel="batch size (samples)", ylabel="median time per call (ms)",
-                title="Batched attention on each device")
-    speed_ax.set(xscale="log", yscale="log", xlabel="batch size (samples)", ylabel="GPU speed-up over the CPU (×)",
-                 title="CPU time / GPU time, same machine")
+    time_ax.set(xscale="log", yscale="log", xlabel=figure_text("batch size (samples)"),
+                ylabel=figure_text("median time per call (ms)"), title=figure_text("Batched attention on each device"))
+    speed_ax.set(xscale="log", yscale="log", xlabel=figure_text("batch size (samples)"),
+                 ylabel=figure_text("GPU speed-up over the CPU (×)"),
+                 title=figure_text("CPU time / GPU time, same machine"))
     speed_ax.axhline(1.0, color="gray", linewidth=0.8, linestyle=":")
     if drawn:
         speed_ax.legend(fontsize="small")
     else:
-        speed_ax.text(0.5, 0.5, "no GPU measurement, live or recorded:\nmake bench-batching ARGS=\"--device cuda\"\n"
-                      "on a machine with an NVIDIA GPU records one", transform=speed_ax.transAxes, ha="center",
+        speed_ax.text(0.5, 0.5, figure_text("no GPU measurement, live or recorded:\nmake bench-batching "
+                                            "ARGS=\"--device cuda\"\non a machine with an NVIDIA GPU records one"),
+                      transform=speed_ax.transAxes, ha="center",
                       va="center")
         speed_ax.set_xlim(time_ax.get_xlim())
     time_ax.grid(True, alpha=0.3)
@@ -356,22 +365,24 @@ def plot_length_sweep(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]
                 elif kind == "live" and run.threads == 1:
                     style["linestyle"] = "-."
                 time_ax.plot(sweep.seq_lens, [t * 1e3 for t in sweep.median_s[name]],
-                             label=f"{_LABELS[name]}; {who}", **style)
+                             label=f"{figure_text(_LABELS[name])}; {who}", **style)
                 if sweep.peak_memory_bytes:
                     memory_ax.plot(sweep.seq_lens, [m / 2**20 for m in sweep.peak_memory_bytes[name]],
-                                   label=f"measured peak, {_LABELS[name]}; {who}", **style)
+                                   label=figure_text("measured peak, {name}; {who}").format(
+                                       name=figure_text(_LABELS[name]), who=who), **style)
     all_runs = [run for _, _, runs in groups for run in runs]
     if not all_runs:
         raise ValueError("live and recorded hold no run to draw")
     sizes = sorted({n for run in all_runs for n in run.length_sweep.seq_lens})
     first = all_runs[0].length_sweep
     exact = [score_bytes(first.batch_size, first.num_heads, n, n) / 2**20 for n in sizes]
-    memory_ax.plot(sizes, exact, color="black", marker="x", label=f"one score tensor, exact (batch "
-                   f"{first.batch_size}, {first.num_heads} heads, float32)")
-    time_ax.set(xscale="log", yscale="log", xlabel="sequence length n (tokens)", ylabel="median time per call (ms)",
-                title="Time grows with n")
-    memory_ax.set(xscale="log", yscale="log", xlabel="sequence length n (tokens)", ylabel="memory (MiB)",
-                  title="Memory of the n × n scores")
+    memory_ax.plot(sizes, exact, color="black", marker="x",
+                   label=figure_text("one score tensor, exact (batch {batch_size}, {num_heads} heads, float32)").format(
+                       batch_size=first.batch_size, num_heads=first.num_heads))
+    time_ax.set(xscale="log", yscale="log", xlabel=figure_text("sequence length n (tokens)"),
+                ylabel=figure_text("median time per call (ms)"), title=figure_text("Time grows with n"))
+    memory_ax.set(xscale="log", yscale="log", xlabel=figure_text("sequence length n (tokens)"),
+                  ylabel=figure_text("memory (MiB)"), title=figure_text("Memory of the n × n scores"))
     for ax in (time_ax, memory_ax):
         ax.grid(True, alpha=0.3)
     memory_ax.legend(fontsize="small")

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
 from .._validation import require_heads_divide, require_positive_int
+from ..i18n import figure_text
 
 __all__ = ["HEAD_BOX", "MAX_HEADS_DRAWN", "draw_multi_head_attention", "heads_drawn"]
 
@@ -70,19 +71,22 @@ def draw_multi_head_attention(
     ax.set_xlim(0, width)
     ax.set_ylim(0.8, 12.0)
     ax.set_axis_off()
-    ax.set_title(f"Multi-head attention: $b = {b}$, $n_q = {n_q}$, $n_{{kv}} = {n_kv}$, $d = {d}$, $h = {h}$, "
-                 f"$d_k = d_v = {d_k}$")
+    ax.set_title(figure_text("Multi-head attention: $b = {b}$, $n_q = {n_q}$, $n_{{kv}} = {n_kv}$, $d = {d}$, "
+                             "$h = {h}$, $d_k = d_v = {d_k}$").format(b=b, n_q=n_q, n_kv=n_kv, d=d, h=h, d_k=d_k))
 
     # rows, top to bottom: inputs, projections, split, heads, concatenate, output projection
-    inputs = [("queries", (b, n_q, query_size)), ("keys", (b, n_kv, key_size)), ("values", (b, n_kv, value_size))]
+    inputs = [(figure_text("queries"), (b, n_q, query_size)), (figure_text("keys"), (b, n_kv, key_size)),
+              (figure_text("values"), (b, n_kv, value_size))]
     thirds = [width * (2 * i + 1) / 6 for i in range(3)]
     for x, (name, shape) in zip(thirds, inputs, strict=True):
         _box(ax, x, 11.3, 2.6, f"{name}\n{shape}", "input")
         _arrow(ax, x, 10.85, x, 10.15)
     for x, (name, rows) in zip(thirds, [("$W_q$", n_q), ("$W_k$", n_kv), ("$W_v$", n_kv)], strict=True):
-        _box(ax, x, 9.7, 2.6, f"{name}: project\n{(b, rows, d)}", "project")
-    ax.text(width / 2, 8.6, f"split into h = {h} heads (transpose_qkv): head i takes features i·{d_k} … "
-            f"(i+1)·{d_k} - 1,\nfolded into the batch axis: {(b * h, n_q, d_k)}, {(b * h, n_kv, d_k)}",
+        _box(ax, x, 9.7, 2.6, figure_text("{name}: project\n{shape}").format(name=name, shape=(b, rows, d)),
+             "project")
+    ax.text(width / 2, 8.6, figure_text("split into h = {h} heads (transpose_qkv): head i takes features i·{d_k} … "
+                                        "(i+1)·{d_k} - 1,\nfolded into the batch axis: {queries}, {keys}").format(
+                h=h, d_k=d_k, queries=(b * h, n_q, d_k), keys=(b * h, n_kv, d_k)),
             ha="center", va="center", fontsize=8.5, style="italic")
     head_centres = [width * (2 * i + 1) / (2 * len(columns)) for i in range(len(columns))]
     for x in thirds:
@@ -93,14 +97,16 @@ def draw_multi_head_attention(
             ax.text(x, 6.9, "…", ha="center", va="center", fontsize=20)
             continue
         formula = rf"$\mathrm{{softmax}}(Q_{{{head}}} K_{{{head}}}^\top / \sqrt{{{d_k}}})\, V_{{{head}}}$"
-        _box(ax, x, 6.9, 2.6, f"head {head}\n{formula}\nweights {(b, n_q, n_kv)}\n"
-             f"output {(b, n_q, d_k)}", "head", gid=HEAD_BOX)
+        _box(ax, x, 6.9, 2.6, figure_text("head {head}\n{formula}\nweights {weights}\noutput {output}").format(
+            head=head, formula=formula, weights=(b, n_q, n_kv), output=(b, n_q, d_k)), "head", gid=HEAD_BOX)
         _arrow(ax, x, 6.15, width / 2, 5.05)
-    _box(ax, width / 2, 4.6, 5.2, f"concatenate (transpose_output)\n{(b * h, n_q, d_k)} → {(b, n_q, d)}", "merge")
+    _box(ax, width / 2, 4.6, 5.2, figure_text("concatenate (transpose_output)\n{folded} → {merged}").format(
+        folded=(b * h, n_q, d_k), merged=(b, n_q, d)), "merge")
     _arrow(ax, width / 2, 4.15, width / 2, 3.45)
-    _box(ax, width / 2, 3.0, 5.2, f"$W_o$: output projection\n{(b, n_q, d)}", "project")
+    _box(ax, width / 2, 3.0, 5.2, figure_text("$W_o$: output projection\n{shape}").format(shape=(b, n_q, d)),
+         "project")
     _arrow(ax, width / 2, 2.55, width / 2, 1.85)
-    _box(ax, width / 2, 1.4, 5.2, f"output\n{(b, n_q, d)}", "output")
+    _box(ax, width / 2, 1.4, 5.2, figure_text("output\n{shape}").format(shape=(b, n_q, d)), "output")
     return fig
 
 

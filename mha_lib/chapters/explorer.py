@@ -31,12 +31,13 @@ from PIL import Image
 from torch import Tensor
 
 from .._validation import require_bool_mask, require_heads_divide, require_positive_int
+from ..i18n import N_, _, figure_text
 from ..masks import attention_mask
 from ..modules import MultiHeadAttention
 from ..utils import cpu_threads
-from .anatomy import TraceRow, count_parameters, mha_flops, score_bytes, trace_multi_head_attention
+from .anatomy import TraceRow, count_parameters, localized_step, mha_flops, score_bytes, trace_multi_head_attention
 from .scaling import ScoreVariance, SoftmaxSaturation, measure_score_variance, measure_softmax_saturation
-from .tables import format_table
+from .tables import display_width, format_table
 
 __all__ = [
     "CMAP",
@@ -121,7 +122,7 @@ def mha_costs(batch_size: int, num_queries: int, num_kvpairs: int, num_hiddens: 
 def format_costs(costs: Costs) -> str:
     """The costs as a plain-text table, one row per quantity, with the formula and its numbers."""
     _check_type("costs", costs, Costs)
-    return format_table(_cost_rows(costs), ["quantity", "formula", "value"])
+    return format_table(_cost_rows(costs), COST_HEADERS)
 
 
 def cost_sweep(num_hiddens: int, heads: Sequence[int], batch_size: int, num_queries: int, num_kvpairs: int) -> str:
@@ -131,10 +132,14 @@ def cost_sweep(num_hiddens: int, heads: Sequence[int], batch_size: int, num_quer
         costs = mha_costs(batch_size, num_queries, num_kvpairs, num_hiddens, num_heads)
         rows.append((num_heads, costs.head_dim, f"{costs.parameters:,}", f"{costs.flops['total']:,}",
                      f"{costs.score_bytes:,}"))
-    return format_table(rows, ["num_heads", "head_dim", "parameters", "FLOPs", "score bytes"])
+    return format_table(rows, ["num_heads", "head_dim", N_("parameters"), "FLOPs", N_("score bytes")])
+
+
+COST_HEADERS = (N_("quantity"), N_("formula"), N_("value"))
 
 
 def _cost_rows(costs: Costs) -> list[tuple[str, str, str]]:
+    """The rows of the costs table, the quantities in the reader's language."""
     d, h = costs.num_hiddens, costs.num_heads
     b, n_q, n_kv = costs.shape
     f = costs.flops
@@ -144,12 +149,12 @@ def _cost_rows(costs: Costs) -> list[tuple[str, str, str]]:
     weights = 4 * d * d
     return [
         ("head_dim", f"d/h = {d}/{h}", str(costs.head_dim)),
-        ("parameters", f"4·d² = 4·{d}²" + (" + 4·d" if costs.parameters != weights else ""),
+        (_("parameters"), f"4·d² = 4·{d}²" + (" + 4·d" if costs.parameters != weights else ""),
          f"{costs.parameters:,}"),
-        ("FLOPs, projections", f"2·b·(2·n_q + 2·n_kv)·d² = 2·{b}·(2·{n_q} + 2·{n_kv})·{d}²", f"{projections:,}"),
-        ("FLOPs, attention", f"2·2·b·n_q·n_kv·d = 4·{b}·{n_q}·{n_kv}·{d}", f"{attention:,}"),
-        ("FLOPs, total", "projections + attention", f"{f['total']:,}"),
-        ("score memory (bytes)", f"b·h·n_q·n_kv·{element_size} = {b}·{h}·{n_q}·{n_kv}·{element_size}",
+        (_("FLOPs, projections"), f"2·b·(2·n_q + 2·n_kv)·d² = 2·{b}·(2·{n_q} + 2·{n_kv})·{d}²", f"{projections:,}"),
+        (_("FLOPs, attention"), f"2·2·b·n_q·n_kv·d = 4·{b}·{n_q}·{n_kv}·{d}", f"{attention:,}"),
+        (_("FLOPs, total"), _("projections + attention"), f"{f['total']:,}"),
+        (_("score memory (bytes)"), f"b·h·n_q·n_kv·{element_size} = {b}·{h}·{n_q}·{n_kv}·{element_size}",
          f"{costs.score_bytes:,}"),
     ]
 
@@ -281,10 +286,10 @@ def trace_html(rows: Sequence[TraceRow]) -> str:
     body = []
     for row in rows:
         indent = "padding-left:1.2em;" if row.step.startswith(" ") else ""
-        body.append(f'<tr><td style="{indent}{cell}">{html.escape(row.step.strip())}</td>'
-                    f'<td style="{cell}">{html.escape(row.operation)}</td>'
+        body.append(f'<tr><td style="{indent}{cell}">{html.escape(localized_step(row.step).strip())}</td>'
+                    f'<td style="{cell}">{html.escape(_(row.operation))}</td>'
                     f'<td style="{cell}">{_shape(row.shape)}</td></tr>')
-    head = "".join(f'<th style="{cell}">{name}</th>' for name in ("step", "operation", "shape"))
+    head = "".join(f'<th style="{cell}">{_(name)}</th>' for name in ("step", "operation", "shape"))
     return ('<table style="border-collapse:collapse;font-family:monospace;font-size:12px">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
 
@@ -296,7 +301,7 @@ def costs_html(costs: Costs) -> str:
     body = "".join(f'<tr><td style="{cell}">{html.escape(quantity)}</td><td style="{cell}">{html.escape(formula)}</td>'
                    f'<td style="{cell};text-align:right">{value}</td></tr>' for quantity, formula, value in
                    _cost_rows(costs))
-    head = "".join(f'<th style="{cell}">{name}</th>' for name in ("quantity", "formula", "value"))
+    head = "".join(f'<th style="{cell}">{_(name)}</th>' for name in COST_HEADERS)
     return ('<table style="border-collapse:collapse;font-family:monospace;font-size:12px">'
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
@@ -345,7 +350,8 @@ def heatmaps_svg(weights: Tensor, may_attend: Tensor | None = None, title: str |
     rgb = weight_colours(weights, may_attend, cmap)  # checks the arguments; (h, n_q, n_kv, 3)
     num_heads, num_queries, num_kvpairs = weights.shape
     if title is None:
-        title = f"Attention weights of {num_heads} head{'s' if num_heads > 1 else ''}"
+        title = (_("Attention weights of {count} heads") if num_heads > 1 else
+                 _("Attention weights of {count} head")).format(count=num_heads)
     ncols = min(num_heads, 4) if num_heads < 16 else 8
     nrows = math.ceil(num_heads / ncols)
     small = num_heads >= 16
@@ -355,7 +361,7 @@ def heatmaps_svg(weights: Tensor, may_attend: Tensor | None = None, title: str |
     width, height = num_kvpairs * cell, num_queries * cell
     left, right, top, bottom, gap_x, gap_y = 48, 80, 44, 40, 10, 22
     grid_w = ncols * width + (ncols - 1) * gap_x
-    fig_w = max(left + grid_w + right, round(7 * len(title)) + 20)  # wide enough for the title too
+    fig_w = max(left + grid_w + right, round(7 * display_width(title)) + 20)  # wide enough for the title too
     fig_h = top + nrows * height + (nrows - 1) * gap_y + bottom
     text = 'font-size="{size}" text-anchor="{anchor}"'
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
@@ -365,7 +371,7 @@ def heatmaps_svg(weights: Tensor, may_attend: Tensor | None = None, title: str |
     for head in range(num_heads):
         row, col = divmod(head, ncols)
         x, y = left + col * (width + gap_x), top + row * (height + gap_y)
-        name = str(head) if small else f"head {head}"
+        name = str(head) if small else _("head {index}").format(index=head)
         parts.append(f'<g id="head-{head}">'
                      f'<text x="{x + width / 2}" y="{y - 4}" {text.format(size=10 if small else 11, anchor="middle")}>'
                      f'{name}</text>'
@@ -378,9 +384,10 @@ def heatmaps_svg(weights: Tensor, may_attend: Tensor | None = None, title: str |
                      f'{text.format(size=9, anchor="middle")}>{j}</text>')
     for i in _ticks(num_queries):
         parts.append(f'<text x="{x - 3}" y="{y + (i + 0.5) * cell + 3}" {text.format(size=9, anchor="end")}>{i}</text>')
-    parts.append(f'<text x="{x + width / 2}" y="{y + height + 24}" {text.format(size=11, anchor="middle")}>keys</text>')
+    parts.append(f'<text x="{x + width / 2}" y="{y + height + 24}" {text.format(size=11, anchor="middle")}>'
+                 f'{_("keys")}</text>')
     parts.append(f'<text transform="translate({x - 18} {y + height / 2}) rotate(-90)" '
-                 f'{text.format(size=11, anchor="middle")}>queries</text>')
+                 f'{text.format(size=11, anchor="middle")}>{_("queries")}</text>')
     # The colour bar (weight 1 at the top), and the legend of the masked colour under it.
     bar_x, bar_top, bar_bottom = left + grid_w + 16, top, fig_h - bottom
     ramp = colormaps[cmap](np.linspace(1, 0, 64)[:, None], bytes=True)[..., :3]  # (64, 1) -> (64, 1, 3)
@@ -391,9 +398,10 @@ def heatmaps_svg(weights: Tensor, may_attend: Tensor | None = None, title: str |
                  f'<text x="{bar_x + 13}" y="{bar_top + 8}" {text.format(size=9, anchor="start")}>1</text>'
                  f'<text x="{bar_x + 13}" y="{bar_bottom}" {text.format(size=9, anchor="start")}>0</text>'
                  f'<text transform="translate({bar_x + 30} {(bar_top + bar_bottom) / 2}) rotate(-90)" '
-                 f'{text.format(size=10, anchor="middle")}>attention weight</text>'
+                 f'{text.format(size=10, anchor="middle")}>{_("attention weight")}</text>'
                  f'<rect x="{bar_x}" y="{bar_bottom + 12}" width="10" height="10" fill="rgb{MASKED_RGB}"/>'
-                 f'<text x="{bar_x + 14}" y="{bar_bottom + 21}" {text.format(size=10, anchor="start")}>masked</text>')
+                 f'<text x="{bar_x + 14}" y="{bar_bottom + 21}" {text.format(size=10, anchor="start")}>'
+                 f'{_("masked")}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -419,10 +427,13 @@ def render_explorer(config: ExplorerConfig) -> dict[str, str]:
     """The three HTML values the explorer shows for ``config``: ``"trace"``, ``"costs"`` and ``"heatmaps"``."""
     result = explore(config)
     c = config
-    masks = [f"valid_len = {c.valid_len} of {c.num_kvpairs}"] + (["causal"] if c.causal else [])
+    masks = [_("valid_len = {valid_len} of {num_kvpairs}").format(valid_len=c.valid_len, num_kvpairs=c.num_kvpairs)]
+    masks += ["causal"] if c.causal else []
     head_dim = c.num_hiddens // c.num_heads
-    title = (f"Sequence 0, {c.num_heads} head{'s' * (c.num_heads > 1)} of {head_dim} feature{'s' * (head_dim > 1)}, "
-             + ", ".join(masks))
+    heads = (_("{count} heads") if c.num_heads > 1 else _("{count} head")).format(count=c.num_heads)
+    features = (_("{count} features") if head_dim > 1 else _("{count} feature")).format(count=head_dim)
+    title = _("Sequence 0, {heads} of {features}, {masks}").format(heads=heads, features=features,
+                                                                  masks=", ".join(masks))
     return {"trace": trace_html(result.trace), "costs": costs_html(result.costs),
             "heatmaps": heatmaps_svg(result.weights[0], result.may_attend[0], title)}
 
@@ -548,10 +559,10 @@ def scaling_summary(d: int, variance: ScoreVariance, saturation: SoftmaxSaturati
     _check_type("saturation", saturation, SoftmaxSaturation)
     i, j = _index_of(d, variance.dims, "variance"), _index_of(d, saturation.dims, "saturation")
     rows = [
-        ("variance of the scores", f"{variance.unscaled[i].item():.2f}", f"{variance.scaled[i].item():.2f}"),
-        ("mean largest weight", f"{saturation.unscaled.max_weight[j].item():.2f}",
+        (_("variance of the scores"), f"{variance.unscaled[i].item():.2f}", f"{variance.scaled[i].item():.2f}"),
+        (_("mean largest weight"), f"{saturation.unscaled.max_weight[j].item():.2f}",
          f"{saturation.scaled.max_weight[j].item():.2f}"),
-        ("mean entropy (nats)", f"{saturation.unscaled.entropy[j].item():.2f}",
+        (_("mean entropy (nats)"), f"{saturation.unscaled.entropy[j].item():.2f}",
          f"{saturation.scaled.entropy[j].item():.2f}"),
     ]
     return format_table(rows, [f"d = {d}", "q·k", "q·k / sqrt(d)"])
@@ -576,26 +587,29 @@ def plot_scaling(d: int, variance: ScoreVariance, saturation: SoftmaxSaturation,
     limit = 4 * max(math.sqrt(d), 1.0)
     bins = np.linspace(-limit, limit, 41)
     left.hist(unscaled.numpy(), bins=bins, color="tab:red", alpha=0.6,
-              label=rf"$q \cdot k$, variance {variance.unscaled[i].item():.1f}")
+              label=figure_text(r"$q \cdot k$, variance {variance:.1f}").format(variance=variance.unscaled[i].item()))
     left.hist(scaled.clamp(-limit, limit).numpy(), bins=bins, color="tab:blue", alpha=0.6,
-              label=rf"$q \cdot k / \sqrt{{d}}$, variance {variance.scaled[i].item():.2f}")
-    left.set_xlabel("score")
-    left.set_ylabel(f"count of {num_samples} pairs")
-    left.set_title(f"Scores of random q, k with d = {d}")
+              label=figure_text(r"$q \cdot k / \sqrt{{d}}$, variance {variance:.2f}").format(
+                  variance=variance.scaled[i].item()))
+    left.set_xlabel(figure_text("score"))
+    left.set_ylabel(figure_text("count of {count} pairs").format(count=num_samples))
+    left.set_title(figure_text("Scores of random q, k with d = {d}").format(d=d))
     left.legend(fontsize="small", loc="upper left")
     positions = np.arange(m)
-    for offset, scores, color, name, field in ((-0.2, row, "tab:red", "unscaled", saturation.unscaled),
-                                               (0.2, row / math.sqrt(d), "tab:blue", "scaled", saturation.scaled)):
+    for offset, scores, color, label, field in (
+            (-0.2, row, "tab:red", N_("unscaled: mean largest weight {weight:.2f}"), saturation.unscaled),
+            (0.2, row / math.sqrt(d), "tab:blue", N_("scaled: mean largest weight {weight:.2f}"), saturation.scaled)):
         right.bar(positions + offset, torch.softmax(scores, dim=-1).numpy(), width=0.4, color=color,
-                  label=f"{name}: mean largest weight {field.max_weight[j].item():.2f}")
+                  label=figure_text(label).format(weight=field.max_weight[j].item()))
     right.set_ylim(0, 1.35)  # room for the legend above the tallest bar
     right.set_yticks([0, 0.25, 0.5, 0.75, 1])
     right.set_xticks(positions)
-    right.set_xlabel("keys")
-    right.set_ylabel("softmax weight")
-    right.set_title(f"Softmax of one query's {m} scores")
+    right.set_xlabel(figure_text("keys"))
+    right.set_ylabel(figure_text("softmax weight"))
+    right.set_title(figure_text("Softmax of one query's {count} scores").format(count=m))
     right.legend(fontsize="small", loc="upper left")
-    fig.suptitle(r"Without $1/\sqrt{d}$ the scores spread out like $\sqrt{d}$ and the softmax turns one-hot")
+    fig.suptitle(figure_text(r"Without $1/\sqrt{d}$ the scores spread out like $\sqrt{d}$ and the softmax turns "
+                             "one-hot"))
     return fig
 
 

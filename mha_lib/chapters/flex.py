@@ -17,10 +17,12 @@ from matplotlib.figure import Figure
 
 from .._validation import require_positive_int
 from ..flex import FULL, PARTIAL, SKIPPED, MaskMod, block_tiles, dense_mask, sliding_window_mask_mod
+from ..i18n import N_, _, figure_text
+from .tables import display_width
 
 __all__ = ["block_counts", "flex_cost_lines", "load_flex_record", "plot_block_mask", "plot_flex_costs"]
 
-_LABELS = {"dense_sdpa": "dense SDPA", "eager_flex": "eager flex", "compiled_flex": "compiled flex"}
+_LABELS = {"dense_sdpa": N_("dense SDPA"), "eager_flex": N_("eager flex"), "compiled_flex": N_("compiled flex")}
 _TILE_COLOURS = ListedColormap(["#f2f2f2", "#f4a259", "#3c6e9f"])  # skipped, partial, full
 
 
@@ -53,7 +55,8 @@ def plot_block_mask(seq_len: int, window: int, block_size: int, mask_mod: MaskMo
     shown = F.max_pool2d(mask[None].float(), step, ceil_mode=True)[0] if step > 1 else mask.float()
     dense_ax.imshow(shown.numpy(), cmap="Blues", vmin=0, vmax=1, interpolation="none",
                     extent=(-0.5, seq_len - 0.5, seq_len - 0.5, -0.5))  # axes in query and key positions
-    dense_ax.set(title=f"dense mask, {seq_len} x {seq_len} (blue: may attend)", xlabel="keys", ylabel="queries")
+    dense_ax.set(title=figure_text("dense mask, {n} x {n} (blue: may attend)").format(n=seq_len),
+                 xlabel=figure_text("keys"), ylabel=figure_text("queries"))
     edges = [x - 0.5 for x in range(0, seq_len, block_size)][1:]
     for edge in edges if len(edges) <= 16 else []:  # tile borders, where they stay readable
         dense_ax.axhline(edge, color="grey", linewidth=0.5)
@@ -65,9 +68,10 @@ def plot_block_mask(seq_len: int, window: int, block_size: int, mask_mod: MaskMo
     dense_ax.set(xticks=dense_ticks, yticks=dense_ticks)
     tile_ax.set(xticks=tile_ticks, yticks=tile_ticks)
     num_skipped = int((tiles == SKIPPED).sum())
-    tile_ax.set(title=f"tiles of {block_size}: {num_skipped} of {tiles.numel()} skipped ({skipped:.0%})\n"
-                      "(grey skipped, orange partial, blue full)",
-                xlabel="key tiles", ylabel="query tiles")
+    tile_ax.set(title=figure_text("tiles of {size}: {skipped} of {total} skipped ({fraction:.0%})\n"
+                                  "(grey skipped, orange partial, blue full)").format(
+                    size=block_size, skipped=num_skipped, total=tiles.numel(), fraction=skipped),
+                xlabel=figure_text("key tiles"), ylabel=figure_text("query tiles"))
     fig.suptitle(title)
     return fig
 
@@ -90,8 +94,12 @@ def load_flex_record(path: str | Path | None = None) -> dict[str, Any]:
 def flex_cost_lines(record: dict[str, Any]) -> list[str]:
     """The recorded table as aligned lines: times per call and ratios to dense SDPA."""
     compiled = "compiled_flex_ms" in record["rows"][0]
-    head = f"{'n':>5} {'window':>6} {'skipped':>7} {'dense SDPA':>10} {'eager flex':>15}"
-    lines = [head + (f" {'compiled flex':>15}" if compiled else "")]
+    def right(text: str, width: int) -> str:  # right-aligned by display width: a Chinese header is 2 columns a char
+        return " " * (width - display_width(text)) + text
+
+    head = (f"{'n':>5} {right(_('window'), 6)} {right(_('skipped'), 7)} {right(_('dense SDPA'), 10)} "
+            f"{right(_('eager flex'), 15)}")
+    lines = [head + (f" {right(_('compiled flex'), 15)}" if compiled else "")]
     for row in record["rows"]:
         line = (f"{row['seq_len']:5d} {row['window']:6d} {row['skipped_tiles']:7.0%} {row['dense_sdpa_ms']:7.2f} ms "
                 f"{row['eager_flex_ms']:7.2f} ms {row['eager_flex_over_dense']:4.1f}x")
@@ -110,9 +118,10 @@ def plot_flex_costs(record: dict[str, Any]) -> Figure:
     width = 0.8 / len(names)
     for i, name in enumerate(names):
         positions = [j + (i - (len(names) - 1) / 2) * width for j in range(len(rows))]
-        ax.bar(positions, [row[f"{name}_ms"] for row in rows], width, label=_LABELS[name])
-    ax.set_xticks(range(len(rows)), [f"n={row['seq_len']}\nwindow {row['window']}" for row in rows])
-    ax.set(yscale="log", ylabel="ms per call (median)",
+        ax.bar(positions, [row[f"{name}_ms"] for row in rows], width, label=figure_text(_LABELS[name]))
+    ticks = [figure_text("n={n}\nwindow {window}").format(n=row["seq_len"], window=row["window"]) for row in rows]
+    ax.set_xticks(range(len(rows)), ticks)
+    ax.set(yscale="log", ylabel=figure_text("ms per call (median)"),
            title=f"CPU ({record['threads']} thread{'s' if record['threads'] != 1 else ''}), torch {record['torch']}, "
                  f"{record['date']}")
     ax.legend()

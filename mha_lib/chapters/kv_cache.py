@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from .._validation import require_features, require_layer_dtype, require_positive_int, require_tensor
 from ..functional import dot_product_attention
 from ..grouped import GroupedQueryAttention, kv_head_of, mha_to_gqa
+from ..i18n import _, figure_text
 from ..masks import attention_mask
 from ..modules import MultiHeadAttention
 from .explorer import figure_to_svg
@@ -62,9 +63,10 @@ def plot_head_sharing(num_heads: int, kv_head_counts: Sequence[int]) -> Figure:
         ax.scatter(kv_x, [0] * num_kv_heads, s=220, marker="s", color=[f"C{k % 10}" for k in range(num_kv_heads)],
                    edgecolor="black", zorder=3)
         kind = "MHA" if num_kv_heads == num_heads else ("MQA" if num_kv_heads == 1 else "GQA")
-        ax.set_title(f"{kind}: {num_heads} query heads, {num_kv_heads} kv head{'s' * (num_kv_heads > 1)}",
-                     fontsize="medium")
-        ax.set_yticks([0, 1], ["key-value\nheads", "query\nheads"])
+        title = (figure_text("{kind}: {num_heads} query heads, {num_kv_heads} kv heads") if num_kv_heads > 1 else
+                 figure_text("{kind}: {num_heads} query heads, {num_kv_heads} kv head"))
+        ax.set_title(title.format(kind=kind, num_heads=num_heads, num_kv_heads=num_kv_heads), fontsize="medium")
+        ax.set_yticks([0, 1], [figure_text("key-value\nheads"), figure_text("query\nheads")])
         for head in range(num_heads):
             ax.text(head, 1.2, str(head), ha="center", fontsize="small")
         for kv, x in enumerate(kv_x):
@@ -207,11 +209,11 @@ def generate(layer: GroupedQueryAttention, prompt: Tensor, num_new_tokens: int, 
         cache = KVCache(prompt.shape[0], layer.num_kv_heads, layer.head_dim, prompt.shape[1] + num_new_tokens,
                         dtype=prompt.dtype, device=prompt.device)
         newest = prompt  # the first step reads the whole prompt (the "prefill")
-        for _ in range(num_new_tokens):
+        for _step in range(num_new_tokens):
             newest = attend_with_cache(layer, newest, cache)[:, -1:]  # (batch, 1, num_hiddens)
             sequence = torch.cat([sequence, newest], dim=1)
     else:
-        for _ in range(num_new_tokens):
+        for _step in range(num_new_tokens):
             newest = layer(sequence, sequence, sequence, causal=True)[:, -1:]  # recomputes every position
             sequence = torch.cat([sequence, newest], dim=1)
     return sequence
@@ -274,7 +276,7 @@ class MultiHeadLatentAttention(nn.Module):
         require_tensor("x", x, 3, "(batch_size, seq_len, num_hiddens)")
         require_features("x", x, self.W_q.in_features, "num_hiddens")
         require_layer_dtype("x", x, self.W_q.weight)
-        batch_size, seq_len, _ = x.shape
+        batch_size, seq_len, _features = x.shape
         mask = attention_mask(batch_size, seq_len, seq_len, valid_lens, causal=causal, device=x.device)
         if mask is not None:
             mask = mask.unsqueeze(1)  # (batch or 1, queries or 1, kvpairs) -> (..., 1, ...): one mask for all heads
@@ -287,7 +289,7 @@ class MultiHeadLatentAttention(nn.Module):
         queries = self.W_q(x).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, seq, head_dim)
         keys = self.W_uk(latent).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, seq, head_dim)
         values = self.W_uv(latent).unflatten(-1, (heads, head_dim)).transpose(1, 2)
-        output, _ = dot_product_attention(queries, keys, values, mask)  # (batch, heads, seq, head_dim)
+        output, _weights = dot_product_attention(queries, keys, values, mask)  # (batch, heads, seq, head_dim)
         return self.W_o(output.transpose(1, 2).flatten(2))  # -> (batch, seq, num_hiddens)
 
     def absorbed_weights(self) -> tuple[Tensor, Tensor]:
@@ -315,7 +317,7 @@ class MultiHeadLatentAttention(nn.Module):
         queries = queries * math.sqrt(self.kv_lora_rank / self.head_dim)
         # (batch, seq, rank) -> (batch, heads, seq, rank): one latent shared by all heads (expand is a view, no copy)
         latent = latent.unsqueeze(1).expand(-1, self.num_heads, -1, -1)
-        mixed, _ = dot_product_attention(queries, latent, latent, mask)  # (batch, heads, seq, rank)
+        mixed, _weights = dot_product_attention(queries, latent, latent, mask)  # (batch, heads, seq, rank)
         # W_o_h (W_uv_h (weights @ c)) = (W_o_h W_uv_h) (weights @ c): the value up-projection joins W_o.
         return torch.einsum("ohr,bhnr->bno", output_side, mixed)  # -> (batch, seq, num_hiddens)
 
@@ -381,9 +383,9 @@ def plot_cache_bytes(context_lens: Sequence[int], curves: dict[str, list[int]], 
         ax.plot(context_lens, [v / 2**30 for v in values], style, label=name, markersize=4)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
-    ax.set_xlabel("context length (tokens)")
-    ax.set_ylabel("KV cache (GiB)")
-    ax.set_title(title or "KV-cache memory against context length")
+    ax.set_xlabel(figure_text("context length (tokens)"))
+    ax.set_ylabel(figure_text("KV cache (GiB)"))
+    ax.set_title(title or figure_text("KV-cache memory against context length"))
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
@@ -395,11 +397,13 @@ def memory_summary(*, num_layers: int, num_heads: int, num_kv_heads: int, head_d
     """The calculator's numbers as text: bytes per token and in all, for MHA, GQA, MQA and MLA."""
     curves = cache_curves([1, context_len], num_layers=num_layers, num_heads=num_heads, num_kv_heads=num_kv_heads,
                           head_dim=head_dim, kv_lora_rank=kv_lora_rank, batch_size=1, dtype=dtype)
-    lines = [f"{num_layers} layers, {num_heads} query heads of {head_dim}, {context_len} tokens, batch {batch_size}, "
-             f"{dtype}"]
-    for name, (per_token, _) in curves.items():
+    lines = [_("{num_layers} layers, {num_heads} query heads of {head_dim}, {context_len} tokens, batch {batch_size}, "
+               "{dtype}").format(num_layers=num_layers, num_heads=num_heads, head_dim=head_dim, context_len=context_len,
+                                 batch_size=batch_size, dtype=dtype)]
+    for name, (per_token, _total) in curves.items():
         total = per_token * context_len * batch_size
-        lines.append(f"  {name:<22} {per_token:>9,} bytes per token   {total / 2**30:10.3f} GiB in all")
+        lines.append(_("  {name:<22} {per_token:>9,} bytes per token   {total:10.3f} GiB in all").format(
+            name=name, per_token=per_token, total=total / 2**30))
     return "\n".join(lines)
 
 
@@ -410,17 +414,18 @@ def memory_calculator(**initial: int | str) -> widgets.VBox:
     layout, style = widgets.Layout(width="360px"), {"description_width": "110px"}
     pow2 = [2**k for k in range(7, 18)]
     controls = {
-        "num_layers": widgets.IntSlider(value=values["num_layers"], min=1, max=128, description="layers"),
+        "num_layers": widgets.IntSlider(value=values["num_layers"], min=1, max=128, description=_("layers")),
         "num_heads": widgets.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128], value=values["num_heads"],
-                                             description="query heads"),
+                                             description=_("query heads")),
         "num_kv_heads": widgets.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128], value=values["num_kv_heads"],
-                                                description="kv heads (GQA)"),
+                                                description=_("kv heads (GQA)")),
         "head_dim": widgets.SelectionSlider(options=[32, 64, 96, 128, 192, 256], value=values["head_dim"],
-                                            description="head size"),
+                                            description=_("head size")),
         "kv_lora_rank": widgets.SelectionSlider(options=[64, 128, 256, 512, 1024], value=values["kv_lora_rank"],
-                                                description="latent (MLA)"),
-        "context_len": widgets.SelectionSlider(options=pow2, value=values["context_len"], description="context"),
-        "batch_size": widgets.IntSlider(value=values["batch_size"], min=1, max=64, description="batch"),
+                                                description=_("latent (MLA)")),
+        "context_len": widgets.SelectionSlider(options=pow2, value=values["context_len"],
+                                               description=_("context")),
+        "batch_size": widgets.IntSlider(value=values["batch_size"], min=1, max=64, description=_("batch")),
         "dtype": widgets.Dropdown(options=list(DTYPES), value=values["dtype"], description="dtype"),
     }
     for control in controls.values():
@@ -430,8 +435,9 @@ def memory_calculator(**initial: int | str) -> widgets.VBox:
     def update(change: dict | None = None) -> None:
         sizes = {name: control.value for name, control in controls.items()}
         if sizes["num_heads"] % sizes["num_kv_heads"]:
-            numbers.value = (f"<pre>kv heads ({sizes['num_kv_heads']}) must divide query heads "
-                             f"({sizes['num_heads']})</pre>")
+            message = _("kv heads ({num_kv_heads}) must divide query heads ({num_heads})").format(
+                num_kv_heads=sizes["num_kv_heads"], num_heads=sizes["num_heads"])
+            numbers.value = f"<pre>{html.escape(message)}</pre>"
             return
         numbers.value = f"<pre>{html.escape(memory_summary(**sizes))}</pre>"
         lens = [n for n in pow2 if n <= max(pow2)]

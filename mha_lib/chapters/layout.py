@@ -27,6 +27,8 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure, SubFigure
 from torch import Tensor
 
+from ..i18n import figure_text
+
 __all__ = ["MAX_CELLS", "draw_memory", "draw_side_by_side", "draw_tensor"]
 
 MAX_CELLS = 64  # more cells than this no longer fit a page with readable numbers
@@ -135,12 +137,13 @@ def draw_memory(X: Tensor, title: str, name: str = "X", *, cmap: str = "viridis"
     ax_memory, ax_elements = fig.subplots(2, 1)
     norm = Normalize(storage.min().item(), storage.max().item())
     _draw_grid(ax_memory, storage.reshape(1, n), norm, cmap, cell, skipped=~used.reshape(1, n))
-    ax_memory.set_title("memory (storage), in address order")
-    ax_memory.set_xlabel("storage position")
+    ax_memory.set_title(figure_text("memory (storage), in address order"))
+    ax_memory.set_xlabel(figure_text("storage position"))
     _draw_grid(ax_elements, elements.reshape(1, -1), norm, cmap, cell)
-    ax_elements.set_title(f"elements of {name} in row-major order ({name}.is_contiguous() = {X.is_contiguous()})")
+    ax_elements.set_title(figure_text("elements of {name} in row-major order ({name}.is_contiguous() = {contiguous})")
+                          .format(name=name, contiguous=X.is_contiguous()))
     ax_elements.set_xticks(range(elements.numel()), [str(p) for p in positions.tolist()])
-    ax_elements.set_xlabel("storage position each element is read from")
+    ax_elements.set_xlabel(figure_text("storage position each element is read from"))
     for ax in (ax_memory, ax_elements):
         ax.set_yticks([])
     fig.suptitle(title)

@@ -22,6 +22,7 @@ from matplotlib.ticker import NullLocator
 from torch import Tensor
 
 from .._validation import require_positive_int, require_tensor
+from ..i18n import N_, figure_text
 
 __all__ = [
     "ScoreVariance",
@@ -169,13 +170,13 @@ def plot_score_variance(result: ScoreVariance, figsize: tuple[float, float] = (5
     ax = fig.subplots()
     ax.plot(dims, dims, "--", color="grey", label="$y = d_k$")
     ax.plot(dims, [1.0] * len(dims), ":", color="grey", label="$y = 1$")
-    ax.plot(dims, result.unscaled.numpy(), "o", color="tab:red", label=r"$q \cdot k$ (unscaled)")
-    ax.plot(dims, result.scaled.numpy(), "s", color="tab:blue", label=r"$q \cdot k / \sqrt{d_k}$ (scaled)")
+    ax.plot(dims, result.unscaled.numpy(), "o", color="tab:red", label=figure_text(r"$q \cdot k$ (unscaled)"))
+    ax.plot(dims, result.scaled.numpy(), "s", color="tab:blue", label=figure_text(r"$q \cdot k / \sqrt{d_k}$ (scaled)"))
     _log2_axis(ax, dims)
     ax.set_yscale("log")
-    ax.set_xlabel("$d_k$ (features per query and key)")
-    ax.set_ylabel(f"variance over {result.num_samples} samples")
-    ax.set_title("The variance of a dot product grows like $d_k$")
+    ax.set_xlabel(figure_text("$d_k$ (features per query and key)"))
+    ax.set_ylabel(figure_text("variance over {count} samples").format(count=result.num_samples))
+    ax.set_title(figure_text("The variance of a dot product grows like $d_k$"))
     ax.legend()
     return fig
 
@@ -187,20 +188,22 @@ def plot_softmax_saturation(result: SoftmaxSaturation, figsize: tuple[float, flo
     fig = Figure(figsize=figsize, layout="constrained")
     left, right = fig.subplots(1, 2)
     panels = (
-        (left, "max_weight", "mean largest weight in a row", "The largest weight goes to 1", (1.0, 1 / m)),
-        (right, "entropy", "mean entropy of a row (nats)", "The entropy goes to 0", (0.0, math.log(m))),
+        (left, "max_weight", N_("mean largest weight in a row"), N_("The largest weight goes to 1"), (1.0, 1 / m)),
+        (right, "entropy", N_("mean entropy of a row (nats)"), N_("The entropy goes to 0"), (0.0, math.log(m))),
     )
     for ax, field, ylabel, title, (one_hot, uniform) in panels:
-        ax.axhline(one_hot, linestyle="--", color="grey", label="one-hot (all weight on one key)")
-        ax.axhline(uniform, linestyle=":", color="grey", label=f"uniform (1/{m} on each key)")
-        ax.plot(dims, getattr(result.unscaled, field).numpy(), "o-", color="tab:red", label="unscaled scores")
-        ax.plot(dims, getattr(result.scaled, field).numpy(), "s-", color="tab:blue", label=r"scaled by $1/\sqrt{d_k}$")
+        ax.axhline(one_hot, linestyle="--", color="grey", label=figure_text("one-hot (all weight on one key)"))
+        ax.axhline(uniform, linestyle=":", color="grey", label=figure_text("uniform (1/{m} on each key)").format(m=m))
+        ax.plot(dims, getattr(result.unscaled, field).numpy(), "o-", color="tab:red",
+                label=figure_text("unscaled scores"))
+        ax.plot(dims, getattr(result.scaled, field).numpy(), "s-", color="tab:blue",
+                label=figure_text(r"scaled by $1/\sqrt{d_k}$"))
         _log2_axis(ax, dims)
-        ax.set_xlabel("$d_k$ (features per query and key)")
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
+        ax.set_xlabel(figure_text("$d_k$ (features per query and key)"))
+        ax.set_ylabel(figure_text(ylabel))
+        ax.set_title(figure_text(title))
     right.legend(loc="center right", fontsize="small")
-    fig.suptitle(f"Softmax over {m} keys: without scaling it saturates as $d_k$ grows")
+    fig.suptitle(figure_text("Softmax over {m} keys: without scaling it saturates as $d_k$ grows").format(m=m))
     return fig
 
 
@@ -210,21 +213,21 @@ def plot_softmax_gradients(result: SoftmaxSaturation, figsize: tuple[float, floa
     dims = result.dims.numpy()
     fig = Figure(figsize=figsize, layout="constrained")
     left, right = fig.subplots(1, 2)
-    for summary, style, color, label in ((result.unscaled, "o-", "tab:red", "unscaled scores"),
-                                         (result.scaled, "s-", "tab:blue", r"scaled by $1/\sqrt{d_k}$")):
-        left.plot(dims, summary.grad_norm.numpy(), style, color=color, label=label)
-        right.plot(dims, summary.vanishing.numpy(), style, color=color, label=label)
+    for summary, style, color, label in ((result.unscaled, "o-", "tab:red", N_("unscaled scores")),
+                                         (result.scaled, "s-", "tab:blue", N_(r"scaled by $1/\sqrt{d_k}$"))):
+        left.plot(dims, summary.grad_norm.numpy(), style, color=color, label=figure_text(label))
+        right.plot(dims, summary.vanishing.numpy(), style, color=color, label=figure_text(label))
     left.set_yscale("log")
-    left.set_ylabel("median Jacobian norm of a row")
-    left.set_title("Gradient through the softmax (typical row)")
+    left.set_ylabel(figure_text("median Jacobian norm of a row"))
+    left.set_title(figure_text("Gradient through the softmax (typical row)"))
     right.set_ylim(-0.03, 1.03)
-    right.set_ylabel(f"fraction of rows with norm < {result.threshold:g}")
-    right.set_title("Rows that pass back almost no gradient")
+    right.set_ylabel(figure_text("fraction of rows with norm < {threshold:g}").format(threshold=result.threshold))
+    right.set_title(figure_text("Rows that pass back almost no gradient"))
     for ax in (left, right):
         _log2_axis(ax, dims)
-        ax.set_xlabel("$d_k$ (features per query and key)")
+        ax.set_xlabel(figure_text("$d_k$ (features per query and key)"))
         ax.legend()
-    fig.suptitle("Saturated softmax, vanishing gradient")
+    fig.suptitle(figure_text("Saturated softmax, vanishing gradient"))
     return fig
 
 

@@ -29,6 +29,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
 from .._validation import require_bool_mask, require_qk_features, require_qkv, require_tensor
+from ..i18n import N_, figure_text
 
 __all__ = [
     "SoftmaxStep",
@@ -292,15 +293,16 @@ def plot_memory_by_tile(batch_size: int, num_queries: int, num_kvpairs: int, val
     chosen = tiled_state_bytes(batch_size, num_queries, num_kvpairs, value_dim, tile_size, dtype) / 2**20
     fig = Figure(figsize=(7, 3.6), layout="constrained")
     ax = fig.subplots()
-    ax.plot(sizes, held, color="#f28e2b", label="tiled: one tile of scores + running state")
-    ax.axhline(full, color="#6b6b6b", linestyle="--", label="explicit: the whole score matrix")
-    ax.axhline(2 * full, color="black", linestyle=":", label="explicit: scores and weights")
+    ax.plot(sizes, held, color="#f28e2b", label=figure_text("tiled: one tile of scores + running state"))
+    ax.axhline(full, color="#6b6b6b", linestyle="--", label=figure_text("explicit: the whole score matrix"))
+    ax.axhline(2 * full, color="black", linestyle=":", label=figure_text("explicit: scores and weights"))
     ax.plot([tile_size], [chosen], "o", color="#f28e2b", markeredgecolor="black", markersize=9,
             label=f"tile_size={tile_size}: {chosen:.2f} MiB")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
-    ax.set(xlabel="tile_size (keys per tile)", ylabel="memory held (MiB)",
-           title=f"Memory besides the inputs, {batch_size}×{num_queries} query rows, {num_kvpairs} keys")
+    ax.set(xlabel=figure_text("tile_size (keys per tile)"), ylabel=figure_text("memory held (MiB)"),
+           title=figure_text("Memory besides the inputs, {batch_size}×{num_queries} query rows, {num_kvpairs} keys")
+           .format(batch_size=batch_size, num_queries=num_queries, num_kvpairs=num_kvpairs))
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(ticker.FormatStrFormatter("%g"))
         axis.set_minor_formatter(ticker.NullFormatter())
@@ -343,30 +345,37 @@ def plot_tiles(num_queries: int, num_kvpairs: int, tile_size: int, step: int, *,
     grid_ax.set_yticks(range(num_queries + 1), minor=True)
     grid_ax.grid(which="minor", color="#999999", linewidth=0.4)
     grid_ax.tick_params(which="minor", length=0)
-    grid_ax.set(xlim=(0, num_kvpairs), ylim=(num_queries, 0), aspect="equal", xlabel="keys", ylabel="queries",
-                title=f"Scores, tile_size={tile_size}: step {step + 1} of {total}")
-    handles = [mpatches.Patch(facecolor=colours[k], edgecolor="black", label=label) for k, label in (
-        ("done", "done: folded into the state, freed"), ("now", "in memory at this step"),
-        ("later", "not computed yet"))]
+    grid_ax.set(xlim=(0, num_kvpairs), ylim=(num_queries, 0), aspect="equal", xlabel=figure_text("keys"),
+                ylabel=figure_text("queries"),
+                title=figure_text("Scores, tile_size={tile_size}: step {step} of {total}").format(
+                    tile_size=tile_size, step=step + 1, total=total))
+    handles = [mpatches.Patch(facecolor=colours[k], edgecolor="black", label=figure_text(label)) for k, label in (
+        ("done", N_("done: folded into the state, freed")), ("now", N_("in memory at this step")),
+        ("later", N_("not computed yet")))]
     if causal:
-        handles += [mpatches.Patch(facecolor="white", hatch="///", edgecolor="#555555", label="hidden (causal)"),
-                    mpatches.Patch(facecolor=colours["skipped"], edgecolor="black", label="skipped (causal)")]
+        handles += [mpatches.Patch(facecolor="white", hatch="///", edgecolor="#555555",
+                                   label=figure_text("hidden (causal)")),
+                    mpatches.Patch(facecolor=colours["skipped"], edgecolor="black",
+                                   label=figure_text("skipped (causal)"))]
     grid_ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0, -0.24), ncols=2, fontsize="small")
 
     tile = min(tile_size, num_kvpairs - step * tile_size)
-    bars = [(f"scores of this tile ({num_queries}×{tile})", num_queries * tile, colours["now"]),
-            (f"running max m ({num_queries})", num_queries, "#4e79a7"),
-            (f"running sum l ({num_queries})", num_queries, "#4e79a7"),
-            (f"output accumulator ({num_queries}×{value_dim})", num_queries * value_dim, "#59a14f"),
-            ("all kept at this step", num_queries * (tile + 2 + value_dim), "black"),
-            (f"explicit: all scores ({num_queries}×{num_kvpairs})", num_queries * num_kvpairs, colours["skipped"])]
+    n_q = num_queries
+    bars = [(figure_text("scores of this tile ({n_q}×{tile})").format(n_q=n_q, tile=tile), n_q * tile, colours["now"]),
+            (figure_text("running max m ({n_q})").format(n_q=n_q), n_q, "#4e79a7"),
+            (figure_text("running sum l ({n_q})").format(n_q=n_q), n_q, "#4e79a7"),
+            (figure_text("output accumulator ({n_q}×{value_dim})").format(n_q=n_q, value_dim=value_dim),
+             n_q * value_dim, "#59a14f"),
+            (figure_text("all kept at this step"), n_q * (tile + 2 + value_dim), "black"),
+            (figure_text("explicit: all scores ({n_q}×{n_kv})").format(n_q=n_q, n_kv=num_kvpairs), n_q * num_kvpairs,
+             colours["skipped"])]
     labels, sizes, bar_colours = zip(*bars, strict=True)
     state_ax.barh(range(len(bars)), sizes, color=bar_colours, edgecolor="black")
     for y, size in enumerate(sizes):
         state_ax.text(size, y, f" {size}", va="center", fontsize="small")
     state_ax.set_yticks(range(len(bars)), labels, fontsize="small")
-    state_ax.set(xlim=(0, 1.2 * max(sizes)), ylim=(len(bars) - 0.5, -0.5), xlabel="entries held",
-                 title="What this step keeps in memory")
+    state_ax.set(xlim=(0, 1.2 * max(sizes)), ylim=(len(bars) - 0.5, -0.5), xlabel=figure_text("entries held"),
+                 title=figure_text("What this step keeps in memory"))
     return fig
 
 

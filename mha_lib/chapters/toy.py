@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 from torch import Tensor, nn
 
 from .._validation import require_positive_int
+from ..i18n import N_, _, figure_text
 from ..modules import MultiHeadAttention
 from ..utils import cpu_threads
 
@@ -259,7 +260,8 @@ def print_progress(every: int = 100) -> Callable[[int, float, float], None]:
 
     def callback(step: int, loss: float, accuracy: float) -> None:
         if step % every == 0:
-            print(f"step {step:5d}   loss {loss:7.4f}   held-out accuracy {accuracy:.3f}", flush=True)
+            print(_("step {step:5d}   loss {loss:7.4f}   held-out accuracy {accuracy:.3f}").format(
+                step=step, loss=loss, accuracy=accuracy), flush=True)
 
     return callback
 
@@ -274,11 +276,17 @@ def plot_history(results: Mapping[str, TrainResult], figsize: tuple[float, float
         steps, _, accuracies = zip(*result.history, strict=True)
         ax.plot(steps, accuracies, marker=".", label=label)
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel("training step")
-    ax.set_ylabel("held-out accuracy")
-    ax.set_title("Learning curves")
+    ax.set_xlabel(figure_text("training step"))
+    ax.set_ylabel(figure_text("held-out accuracy"))
+    ax.set_title(figure_text("Learning curves"))
     ax.legend(loc="lower right")
     return fig
+
+
+def _head_label(label: str) -> str:
+    """``"head 2"`` (a row label of :func:`ablation_rows`) in the reader's language, for a figure."""
+    number = label.removeprefix("head ")
+    return figure_text("head {index}").format(index=number) if number.isdigit() else label
 
 
 @contextmanager
@@ -329,17 +337,19 @@ def plot_ablation(
     fig = Figure(figsize=figsize, layout="constrained")
     ax = fig.subplots()
     width = 0.27
-    for k, (part, colour) in enumerate((("pair", "0.4"), ("local", "tab:orange"), ("first", "tab:blue"))):
-        values = [getattr(accuracy, part) for _, accuracy in rows]
-        ax.bar([i + (k - 1) * width for i in range(len(rows))], values, width, label=part, color=colour)
+    parts = (("pair", N_("pair"), "0.4"), ("local", N_("local"), "tab:orange"), ("first", N_("first"), "tab:blue"))
+    for k, (part, name, colour) in enumerate(parts):
+        values = [getattr(accuracy, part) for _row, accuracy in rows]
+        ax.bar([i + (k - 1) * width for i in range(len(rows))], values, width, label=figure_text(name), color=colour)
     if chance is not None:
-        ax.axhline(chance, color="black", linestyle="--", linewidth=1, label="chance, one part")
-    ax.set_xticks(range(len(rows)), [f"{label} zeroed" if label != "none" else "full model" for label, _ in rows])
+        ax.axhline(chance, color="black", linestyle="--", linewidth=1, label=figure_text("chance, one part"))
+    ax.set_xticks(range(len(rows)), [figure_text("{label} zeroed").format(label=_head_label(label))
+                                     if label != "none" else figure_text("full model") for label, _acc in rows])
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel("which head is zeroed")
-    ax.set_ylabel("held-out accuracy")
-    ax.set_title("Head ablation: accuracy of the pair and of each part")
-    ax.legend(title="part", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_xlabel(figure_text("which head is zeroed"))
+    ax.set_ylabel(figure_text("held-out accuracy"))
+    ax.set_title(figure_text("Head ablation: accuracy of the pair and of each part"))
+    ax.legend(title=figure_text("part"), loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
 
@@ -475,7 +485,7 @@ def plot_steps_to_reach(
     for seed, per_heads in steps.items():
         heads = sorted(per_heads)
         values = [never if per_heads[h] is None else per_heads[h] for h in heads]
-        (line,) = ax.plot(heads, values, marker="o", label=f"seed {seed}", alpha=0.8)
+        (line,) = ax.plot(heads, values, marker="o", label=figure_text("seed {seed}").format(seed=seed), alpha=0.8)
         missed = [h for h in heads if per_heads[h] is None]
         ax.plot(missed, [never] * len(missed), linestyle="none", marker="x", markersize=10, color=line.get_color())
     ax.axhline(never, color="black", linestyle="--", linewidth=1)
@@ -484,10 +494,11 @@ def plot_steps_to_reach(
     ax.set_xticks(all_heads, [str(h) for h in all_heads])
     ax.set_ylim(0, never * 1.08)
     ticks = [tick for tick in ax.get_yticks() if 0 <= tick <= limit]
-    ax.set_yticks([*ticks, never], [f"{tick:g}" for tick in ticks] + [f"not in {limit}"])
-    ax.set_xlabel("num_heads (the same num_hiddens)")
-    ax.set_ylabel("training steps")
-    ax.set_title("Steps to reach the threshold, one line per seed")
+    never_label = figure_text("not in {limit}").format(limit=limit)
+    ax.set_yticks([*ticks, never], [f"{tick:g}" for tick in ticks] + [never_label])
+    ax.set_xlabel(figure_text("num_heads (the same num_hiddens)"))
+    ax.set_ylabel(figure_text("training steps"))
+    ax.set_title(figure_text("Steps to reach the threshold, one line per seed"))
     ax.legend(loc="lower right", fontsize=8)
     return fig
 
@@ -512,20 +523,21 @@ def plot_subspace_cosines(
     for ax, (num_heads, draws) in zip(axes, random.items(), strict=True):
         low, median, high = (draws.quantile(q).item() for q in (0.05, 0.5, 0.95))
         for x, role in enumerate(roles):
-            ax.bar(x, high - low, bottom=low, width=0.6, color="0.85", label="random heads, 90%" if x == 0 else None)
+            ax.bar(x, high - low, bottom=low, width=0.6, color="0.85",
+                   label=figure_text("random heads, 90%") if x == 0 else None)
             ax.hlines(median, x - 0.3, x + 0.3, color="black", linewidth=1)
             before, after = initial[num_heads, role], trained[num_heads, role]
             offsets = torch.linspace(-0.2, 0.2, len(after)).tolist()
             for dx, b, a in zip(offsets, before, after, strict=True):
                 ax.plot([x + dx, x + dx], [b, a], color="tab:blue", linewidth=0.8, alpha=0.6)
             ax.plot([x + dx for dx in offsets], before, "o", markerfacecolor="white", color="tab:blue",
-                    markersize=4, label="at initialisation" if x == 0 else None)
+                    markersize=4, label=figure_text("at initialisation") if x == 0 else None)
             ax.plot([x + dx for dx in offsets], after, "o", color="tab:blue", markersize=4,
-                    label="trained" if x == 0 else None)
+                    label=figure_text("trained") if x == 0 else None)
         ax.set_xticks(range(len(roles)), [f"W_{role}" for role in roles])
-        ax.set_title(f"{num_heads} heads")
-        ax.set_xlabel("projection")
-    axes[0].set_ylabel("mean cosine over pairs of heads")
+        ax.set_title(figure_text("{count} heads").format(count=num_heads))
+        ax.set_xlabel(figure_text("projection"))
+    axes[0].set_ylabel(figure_text("mean cosine over pairs of heads"))
     axes[-1].legend(loc="upper right", fontsize=8)
-    fig.suptitle("How alike are the heads' subspaces? (one dot per seed)")
+    fig.suptitle(figure_text("How alike are the heads' subspaces? (one dot per seed)"))
     return fig

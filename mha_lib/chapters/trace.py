@@ -17,6 +17,7 @@ from matplotlib.patches import Patch
 from torch import Tensor
 
 from .._validation import require_merge_input, require_split_input
+from ..i18n import N_, _, figure_text
 from .tables import format_table
 
 __all__ = [
@@ -27,7 +28,7 @@ __all__ = [
     "trace_transpose_qkv",
 ]
 
-COLUMNS = ("step", "code", "shape", "axes")
+COLUMNS = (N_("step"), N_("code"), N_("shape"), N_("axes"))
 
 
 @dataclass(frozen=True)
@@ -59,14 +60,14 @@ def trace_transpose_qkv(X: Tensor, num_heads: int) -> list[Step]:
     require_split_input(X, num_heads)
     batch_size, seq_len, num_hiddens = X.shape
     head_dim = num_hiddens // num_heads
-    steps = [Step("input", "X", X, "(batch, seq, num_hiddens)")]
+    steps = [Step(N_("input"), "X", X, "(batch, seq, num_hiddens)")]
     # The same three calls, with the same arguments, as mha_lib.transpose_qkv.
     for name, method, args, axes in (
-        ("split features into heads", "reshape", (batch_size, seq_len, num_heads, head_dim),
+        (N_("split features into heads"), "reshape", (batch_size, seq_len, num_heads, head_dim),
          "(batch, seq, heads, head_dim)"),  # (b, n, h*d) -> (b, n, h, d)
-        ("move heads before tokens", "permute", (0, 2, 1, 3),
+        (N_("move heads before tokens"), "permute", (0, 2, 1, 3),
          "(batch, heads, seq, head_dim)"),  # (b, n, h, d) -> (b, h, n, d)
-        ("fold heads into the batch", "reshape", (batch_size * num_heads, seq_len, head_dim),
+        (N_("fold heads into the batch"), "reshape", (batch_size * num_heads, seq_len, head_dim),
          "(batch*heads, seq, head_dim)"),  # (b, h, n, d) -> (b*h, n, d)
     ):
         steps.append(_run(steps[-1].output, name, method, args, axes))
@@ -86,14 +87,14 @@ def trace_transpose_output(X: Tensor, num_heads: int) -> list[Step]:
     require_merge_input(X, num_heads)
     folded, seq_len, head_dim = X.shape
     batch_size = folded // num_heads
-    steps = [Step("input", "X", X, "(batch*heads, seq, head_dim)")]
+    steps = [Step(N_("input"), "X", X, "(batch*heads, seq, head_dim)")]
     # The same three calls, with the same arguments, as mha_lib.transpose_output.
     for name, method, args, axes in (
-        ("unfold heads from the batch", "reshape", (batch_size, num_heads, seq_len, head_dim),
+        (N_("unfold heads from the batch"), "reshape", (batch_size, num_heads, seq_len, head_dim),
          "(batch, heads, seq, head_dim)"),  # (b*h, n, d) -> (b, h, n, d)
-        ("move tokens before heads", "permute", (0, 2, 1, 3),
+        (N_("move tokens before heads"), "permute", (0, 2, 1, 3),
          "(batch, seq, heads, head_dim)"),  # (b, h, n, d) -> (b, n, h, d)
-        ("concatenate the heads", "reshape", (batch_size, seq_len, num_heads * head_dim),
+        (N_("concatenate the heads"), "reshape", (batch_size, seq_len, num_heads * head_dim),
          "(batch, seq, num_hiddens)"),  # (b, n, h, d) -> (b, n, h*d)
     ):
         steps.append(_run(steps[-1].output, name, method, args, axes))
@@ -105,7 +106,7 @@ def shape_table(steps: Sequence[Step], columns: Sequence[str] = COLUMNS) -> str:
     unknown = [column for column in columns if column not in COLUMNS]
     if unknown or not columns:
         raise ValueError(f"columns must be chosen from {COLUMNS}, got {tuple(columns)}")
-    rows = [[{"step": s.name, "code": s.code, "shape": s.shape, "axes": s.axes}[c] for c in columns] for s in steps]
+    rows = [[{"step": _(s.name), "code": s.code, "shape": s.shape, "axes": s.axes}[c] for c in columns] for s in steps]
     return format_table(rows, headers=columns)
 
 
@@ -132,12 +133,14 @@ def draw_transpose_qkv(X: Tensor, num_heads: int) -> Figure:
     before, after = fig.subplots(1, 2, width_ratios=[num_hiddens, 2 * head_dim])
     panels = (
         (before, X.reshape(batch_size * seq_len, num_hiddens), head_before,
-         [f"sentence {b}, token {t}" for b in range(batch_size) for t in range(seq_len)],
-         f"before: X\nshape {tuple(X.shape)}", "feature", "sentence, token"),
+         [figure_text("sentence {b}, token {t}").format(b=b, t=t) for b in range(batch_size) for t in range(seq_len)],
+         figure_text("before: X\nshape {shape}").format(shape=tuple(X.shape)), figure_text("feature"),
+         figure_text("sentence, token")),
         (after, folded.reshape(-1, head_dim), head_after,
-         [f"token {t}" for _ in range(batch_size * num_heads) for t in range(seq_len)],
-         f"after: transpose_qkv(X, {num_heads})\nshape {tuple(folded.shape)}", "feature of the head",
-         "folded sample, token"),
+         [figure_text("token {t}").format(t=t) for _sample in range(batch_size * num_heads) for t in range(seq_len)],
+         figure_text("after: transpose_qkv(X, {num_heads})\nshape {shape}").format(num_heads=num_heads,
+                                                                                  shape=tuple(folded.shape)),
+         figure_text("feature of the head"), figure_text("folded sample, token")),
     )
     for ax, values, heads, labels, title, xlabel, ylabel in panels:
         ax.imshow(heads.numpy(), cmap=colours, vmin=-0.5, vmax=num_heads - 0.5, alpha=0.35)
@@ -152,10 +155,12 @@ def draw_transpose_qkv(X: Tensor, num_heads: int) -> Figure:
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
     for i in range(batch_size * num_heads):  # name each folded sample to the right of its block
-        label = f"sample {i} = sentence {i // num_heads}, head {i % num_heads}"
+        label = figure_text("sample {i} = sentence {sentence}, head {head}").format(i=i, sentence=i // num_heads,
+                                                                                    head=i % num_heads)
         after.text(head_dim - 0.3, (i + 0.5) * seq_len - 0.5, label, va="center", ha="left", fontsize=10)
-    fig.suptitle("transpose_qkv moves every head's numbers into a sample of its own")
-    fig.legend(handles=[Patch(color=f"C{h % 10}", alpha=0.35, label=f"head {h}") for h in range(num_heads)],
+    fig.suptitle(figure_text("transpose_qkv moves every head's numbers into a sample of its own"))
+    fig.legend(handles=[Patch(color=f"C{h % 10}", alpha=0.35, label=figure_text("head {index}").format(index=h))
+                        for h in range(num_heads)],
                loc="outside lower center", ncols=num_heads)
     return fig
 

@@ -35,11 +35,14 @@ Building blocks for new exercises (each prints and returns None as above):
   (FLOPs, parameters, bytes of score memory, ...) as a function; each case is a dict of its arguments,
   e.g. ``{"num_hiddens": 512, "bias": True}``, passed by position in that order.
 
-Hints may use ``{shape}`` (the shape of the reader's result) and ``{expected_shape}``. For a new exercise,
-add a small wrapper to the chapter's module (``mha_lib/exercises/chNN.py``) rather than calling a building
-block in the notebook: the checker cell stays in the reader edition, so an expected value written there
-would give the answer away. In the notebook, the reader's cell is tagged ``solution`` (``python -m tools.editions``
-turns it into a stub in the reader edition, ``chapters/``) and the next code cell calls the checker.
+Hints may use ``{shape}`` (the shape of the reader's result) and ``{expected_shape}``. Every name, hint and
+success line is written as ``_("English text")`` (``from ..i18n import _``), inside the checker, so that it prints in
+the reader's language; other values go in through named placeholders, ``_("got {shape}").format(shape=...)``, never
+an f-string (``python -m tools.translate update-lib`` then adds the message to the Chinese catalogue).
+For a new exercise, add a small wrapper to the chapter's module (``mha_lib/exercises/chNN.py``) rather than
+calling a building block in the notebook: the checker cell stays in the reader edition, so an expected value written
+there would give the answer away. In the notebook, the reader's cell is tagged ``solution`` (``python -m
+tools.editions`` turns it into a stub in the reader edition, ``chapters/``) and the next code cell calls the checker.
 """
 
 from __future__ import annotations
@@ -52,11 +55,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..i18n import N_, _
+
 __all__ = ["CORRECT", "GRADING_VARIABLE", "NOT_YET", "check_answer", "check_formula",
            "check_function", "contains_ellipsis", "int_cases", "report"]
 
-CORRECT = "✅ Correct: "
-NOT_YET = "❌ Not yet: "
+# English message ids; print them as _(CORRECT), _(NOT_YET), in the language of mha_lib.i18n.set_language.
+CORRECT = N_("✅ Correct: ")
+NOT_YET = N_("❌ Not yet: ")
 GRADING_VARIABLE = "NBGRADER_EXECUTION"  # set by nbgrader to 'autograde' or 'validate' while it runs a notebook
 
 
@@ -64,10 +70,11 @@ def report(line: str) -> None:
     """Print a checker's one line; under an autograder (``NBGRADER_EXECUTION`` set) a wrong answer also raises.
 
     Raises:
-        AssertionError: with the same line, when the line is not a "✅ Correct" one and ``NBGRADER_EXECUTION`` is set.
+        AssertionError: with the same line, when the line is not a "✅ Correct" one (in the language that was set)
+            and ``NBGRADER_EXECUTION`` is set.
     """
     print(line)
-    if os.environ.get(GRADING_VARIABLE) and not line.startswith(CORRECT):
+    if os.environ.get(GRADING_VARIABLE) and not line.startswith(_(CORRECT)):
         raise AssertionError(line)
 
 
@@ -115,17 +122,19 @@ def int_cases(specs: Sequence[tuple[int, int, int, int]]) -> list[tuple]:
 def _answer_message(answer: Any, expected: Any, *, name: str, hints: Mapping[Any, str] | None,
                     success: str) -> str:
     if contains_ellipsis(answer):
-        return NOT_YET + f"replace each ... in your answer with your prediction of {name}, then run this cell again."
+        return _(NOT_YET) + _("replace each ... in your answer with your prediction of {name}, then run this cell "
+                              "again.").format(name=name)
     given = _plain(answer)
     if _same(given, expected):
-        return CORRECT + (success or f"{name} is {_show(expected)}.")
+        return _(CORRECT) + (success or _("{name} is {value}.").format(name=name, value=_show(expected)))
     for wrong, hint in (hints or {}).items():
         if _same(given, _plain(wrong)):
-            return NOT_YET + hint
+            return _(NOT_YET) + hint
     if _form(given) != _form(expected):
-        return NOT_YET + (f"write {name} in the form {_form(expected)}, with a number in place of each ...; "
-                          f"your answer {_show(given)} has another form.")
-    return NOT_YET + f"{_show(given)} is not {name}. Check your reasoning step by step, then try again."
+        return _(NOT_YET) + _("write {name} in the form {form}, with a number in place of each ...; your answer "
+                              "{answer} has another form.").format(name=name, form=_form(expected), answer=_show(given))
+    return _(NOT_YET) + _("{answer} is not {name}. Check your reasoning step by step, then try again.").format(
+        answer=_show(given), name=name)
 
 
 def _function_message(fn: Any, reference: Callable, cases: Sequence[tuple], *, name: str, arg_names: Sequence[str],
@@ -140,12 +149,12 @@ def _function_message(fn: Any, reference: Callable, cases: Sequence[tuple], *, n
         try:
             got = fn(*given_args)
         except NotImplementedError:
-            return NOT_YET + (f"{name} still raises NotImplementedError. Write its body in the cell above (delete "
-                              f"the raise line), run that cell, then run this one again.")
+            return _(NOT_YET) + _("{name} still raises NotImplementedError. Write its body in the cell above "
+                                  "(delete the raise line), run that cell, then run this one again.").format(name=name)
         except Exception as error:  # noqa: BLE001 - any error in the reader's code becomes a hint
-            return NOT_YET + _explain_error(error, name, where, arg_names if not keywords else list(args[0]))
+            return _(NOT_YET) + _explain_error(error, name, where, arg_names if not keywords else list(args[0]))
         if mutation_hint and not all(_same(a, b) for a, b in zip(given_args, args, strict=True)):
-            return NOT_YET + mutation_hint
+            return _(NOT_YET) + mutation_hint
         if _same(got, expected):
             continue
         for wrong, hint in (hints or {}).items():
@@ -154,9 +163,10 @@ def _function_message(fn: Any, reference: Callable, cases: Sequence[tuple], *, n
             except Exception:  # noqa: BLE001 - a wrong variant that cannot run on this case cannot match
                 continue
             if not _same(candidate, expected) and _same(got, candidate) and _agrees_everywhere(fn, wrong, cases):
-                return NOT_YET + hint.format(shape=_shape(got), expected_shape=_shape(expected))
-        return NOT_YET + _difference(got, expected, name, where)
-    return CORRECT + (success or f"{name} agrees with the reference on {len(cases)} inputs.")
+                return _(NOT_YET) + hint.format(shape=_shape(got), expected_shape=_shape(expected))
+        return _(NOT_YET) + _difference(got, expected, name, where)
+    return _(CORRECT) + (success or _("{name} agrees with the reference on {count} inputs.").format(
+        name=name, count=len(cases)))
 
 
 def _agrees_everywhere(fn: Callable, wrong: Callable, cases: Sequence[tuple]) -> bool:
@@ -180,76 +190,90 @@ def _agrees_everywhere(fn: Callable, wrong: Callable, cases: Sequence[tuple]) ->
 
 def _not_callable(fn: Any, name: str) -> str:
     if fn is ... or fn is None:
-        return NOT_YET + f"pass your function {name} itself (no brackets), e.g. check_...({name})."
-    return NOT_YET + f"pass a function (e.g. {name}, without brackets), got {type(fn).__name__}."
+        return _(NOT_YET) + _("pass your function {name} itself (no brackets), e.g. check_...({name}).").format(
+            name=name)
+    return _(NOT_YET) + _("pass a function (e.g. {name}, without brackets), got {kind}.").format(
+        name=name, kind=type(fn).__name__)
 
 
 def _explain_error(error: Exception, name: str, where: str, arg_names: Sequence[str]) -> str:
     message = str(error).split("\n")[0].rstrip(".")
     kind = type(error).__name__
     if isinstance(error, TypeError) and ("positional argument" in message or "unexpected keyword" in message):
-        return (f"{name} could not be called with {len(arg_names)} arguments ({kind}: {message}). "
-                f"It should take ({', '.join(arg_names)}), in this order.")
+        return _("{name} could not be called with {count} arguments ({kind}: {message}). It should take "
+                 "({arguments}), in this order.").format(name=name, count=len(arg_names), kind=kind, message=message,
+                                                         arguments=", ".join(arg_names))
     if "without overflow" in message:
-        return (f"a fill value in {name} does not fit in the dtype of the scores ({where}): {message}. A number "
-                f"like -1e9 is outside the float16 range; use torch.finfo(X.dtype).min, the dtype's own minimum.")
+        return _("a fill value in {name} does not fit in the dtype of the scores ({where}): {message}. A number "
+                 "like -1e9 is outside the float16 range; use torch.finfo(X.dtype).min, the dtype's own "
+                 "minimum.").format(name=name, where=where, message=message)
     if "view size is not compatible" in message:
-        return (f"view(...) failed in {name} ({where}) because it merges axes that are not adjacent in memory: "
-                f"after a transpose or permute they are out of memory order. Use reshape(...) (it copies when it "
-                f"must), or .contiguous() before view.")
+        return _("view(...) failed in {name} ({where}) because it merges axes that are not adjacent in memory: "
+                 "after a transpose or permute they are out of memory order. Use reshape(...) (it copies when it "
+                 "must), or .contiguous() before view.").format(name=name, where=where)
     if "is invalid for input of size" in message:
-        return (f"a view/reshape in {name} asked for a shape that does not hold the same number of elements "
-                f"({where}): {message}. Compute the sizes from the input, e.g. head_dim = num_hiddens // num_heads.")
+        return _("a view/reshape in {name} asked for a shape that does not hold the same number of elements "
+                 "({where}): {message}. Compute the sizes from the input, e.g. head_dim = num_hiddens // "
+                 "num_heads.").format(name=name, where=where, message=message)
     if "cannot be multiplied" in message or "Expected size for first two dimensions" in message \
             or "must match the size of tensor" in message or "Expected batch2_sizes" in message:
-        return (f"the shapes did not fit in {name} ({where}): {message}. In queries @ keys^T the keys must be "
-                f"transposed over their last two axes: keys.transpose(-2, -1).")
+        return _("the shapes did not fit in {name} ({where}): {message}. In queries @ keys^T the keys must be "
+                 "transposed over their last two axes: keys.transpose(-2, -1).").format(name=name, where=where,
+                                                                                       message=message)
     if isinstance(error, NameError):
-        return (f"{name} uses a name that does not exist ({kind}: {message}). Use only its arguments and names "
-                f"defined in the notebook.")
-    return f"{name} raised {kind}: {message} ({where}). Fix the cell above, run it, then run this cell again."
+        return _("{name} uses a name that does not exist ({kind}: {message}). Use only its arguments and names "
+                 "defined in the notebook.").format(name=name, kind=kind, message=message)
+    return _("{name} raised {kind}: {message} ({where}). Fix the cell above, run it, then run this cell "
+             "again.").format(name=name, kind=kind, message=message, where=where)
 
 
 def _difference(got: Any, expected: Any, name: str, where: str) -> str:
     if isinstance(expected, tuple) and not isinstance(got, tuple):
-        return (f"{name} should return {len(expected)} results as a tuple, ({', '.join(['...'] * len(expected))}), "
-                f"got a {type(got).__name__} ({where}).")
+        return _("{name} should return {count} results as a tuple, ({dots}), got a {kind} ({where}).").format(
+            name=name, count=len(expected), dots=", ".join(["..."] * len(expected)), kind=type(got).__name__,
+            where=where)
     if isinstance(expected, tuple):
         if len(got) != len(expected):
-            return f"{name} should return {len(expected)} results, got {len(got)} ({where})."
+            return _("{name} should return {count} results, got {got} ({where}).").format(
+                name=name, count=len(expected), got=len(got), where=where)
         for i, (g, e) in enumerate(zip(got, expected, strict=True)):
             if not _same(g, e):
-                return _difference(g, e, f"result {i} of {name}", where)
+                return _difference(g, e, _("result {index} of {name}").format(index=i, name=name), where)
     if got is None:
-        return f"{name} returned None ({where}). Did you forget the return statement?"
+        return _("{name} returned None ({where}). Did you forget the return statement?").format(name=name, where=where)
     if isinstance(expected, Tensor):
         if not isinstance(got, Tensor):
-            return f"{name} should return a tensor, got {type(got).__name__} ({where})."
+            return _("{name} should return a tensor, got {kind} ({where}).").format(
+                name=name, kind=type(got).__name__, where=where)
         if got.shape != expected.shape:
-            return f"your output has shape {_shape(got)} but should have {_shape(expected)} ({where})."
+            return _("your output has shape {shape} but should have {expected_shape} ({where}).").format(
+                shape=_shape(got), expected_shape=_shape(expected), where=where)
         if torch.isnan(got.double()).any() and not torch.isnan(expected.double()).any():
-            return f"your output contains NaN ({where}); the reference has none."
+            return _("your output contains NaN ({where}); the reference has none.").format(where=where)
         diff = (got.double() - expected.double()).abs()
         index = tuple(int(i) for i in (diff == diff.max()).nonzero()[0])
-        return (f"your output has the right shape {_shape(got)} but different values ({where}): at index {index} "
-                f"it is {_number(got[index])}, expected {_number(expected[index])}.")
-    return f"{name} gave {_show(_plain(got))}, expected {_show(expected)} ({where})."
+        return _("your output has the right shape {shape} but different values ({where}): at index {index} it is "
+                 "{got}, expected {expected}.").format(shape=_shape(got), where=where, index=index,
+                                                       got=_number(got[index]), expected=_number(expected[index]))
+    return _("{name} gave {got}, expected {expected} ({where}).").format(
+        name=name, got=_show(_plain(got)), expected=_show(expected), where=where)
 
 
 def _describe_case(arg_names: Sequence[str], args: tuple, keywords: bool) -> str:
     if keywords:
-        return "for " + ", ".join(f"{k}={v!r}" for k, v in args[0].items())
+        return _("for {arguments}").format(arguments=", ".join(f"{k}={v!r}" for k, v in args[0].items()))
     parts = []
     for arg_name, value in zip(arg_names, args, strict=True):
         if isinstance(value, Tensor):
-            unusual = "" if value.dtype in (torch.float32, torch.int64) else f" in {str(value.dtype)[6:]}"
-            parts.append(f"{arg_name} of shape {_shape(value)}{unusual}" if value.dim() != 1 or value.numel() > 8
-                         else f"{arg_name} = {value.tolist()}")
+            unusual = "" if value.dtype in (torch.float32, torch.int64) else _(" in {dtype}").format(
+                dtype=str(value.dtype)[6:])
+            parts.append(_("{argument} of shape {shape}").format(argument=arg_name, shape=_shape(value)) + unusual
+                         if value.dim() != 1 or value.numel() > 8 else f"{arg_name} = {value.tolist()}")
         elif isinstance(value, torch.nn.Module):
             continue
         else:
             parts.append(f"{arg_name}={value!r}")
-    return "for " + ", ".join(parts)
+    return _("for {arguments}").format(arguments=", ".join(parts))
 
 
 def _copy(args: tuple) -> tuple:

@@ -9,6 +9,7 @@ from typing import Any
 
 from torch import Tensor
 
+from ..i18n import _
 from ._engine import check_answer, check_function, int_cases
 
 __all__ = ['check_merge_heads', 'check_permute_position', 'check_split_heads', 'check_strides']
@@ -16,27 +17,27 @@ __all__ = ['check_merge_heads', 'check_permute_position', 'check_split_heads', '
 
 def check_strides(answer: Any) -> None:
     """Exercise: the strides of ``torch.arange(24).reshape(4, 6)`` and of its transpose ``.T``."""
-    check_answer(answer, ((6, 1), (1, 6)), name="the strides", hints={
-        ((6, 1), (6, 1)): "transpose copies nothing and so cannot keep row-major strides: it swaps the two "
-                          "strides of A. What are they after the swap?",
-        ((1, 6), (6, 1)): "the two pairs are swapped. A is the fresh, row-major tensor: one step right is 1 "
-                          "element, one step down is a whole row of 6.",
-        ((4, 1), (1, 4)): "a stride counts elements to skip in memory. One row of A holds 6 elements (A has 6 "
-                          "columns), so one step down skips 6, not 4.",
-        ((1, 4), (4, 1)): "A = arange(24).reshape(4, 6) is row-major: its last axis has stride 1.",
-    }, success="A has row-major strides (6, 1); A.T swaps them to (1, 6), so A.T is not contiguous.")
+    check_answer(answer, ((6, 1), (1, 6)), name=_("the strides"), hints={
+        ((6, 1), (6, 1)): _("transpose copies nothing and so cannot keep row-major strides: it swaps the two "
+                            "strides of A. What are they after the swap?"),
+        ((1, 6), (6, 1)): _("the two pairs are swapped. A is the fresh, row-major tensor: one step right is 1 "
+                            "element, one step down is a whole row of 6."),
+        ((4, 1), (1, 4)): _("a stride counts elements to skip in memory. One row of A holds 6 elements (A has 6 "
+                            "columns), so one step down skips 6, not 4."),
+        ((1, 4), (4, 1)): _("A = arange(24).reshape(4, 6) is row-major: its last axis has stride 1."),
+    }, success=_("A has row-major strides (6, 1); A.T swaps them to (1, 6), so A.T is not contiguous."))
 
 
 def check_permute_position(answer: Any) -> None:
     """Exercise: the index of 13 in ``X.permute(2, 0, 1)`` and ``X.transpose(0, 2)``, X = arange(24).view(2, 3, 4)."""
-    check_answer(answer, ((1, 1, 0), (1, 0, 1)), name="the positions of 13", hints={
-        ((1, 0, 1), (1, 0, 1)): "(1, 0, 1) is right for transpose(0, 2), which swaps the first and last index "
-                                "(both 1 here). permute(2, 0, 1) moves old axis 2 to the front: (k, i, j).",
-        ((0, 1, 1), (1, 0, 1)): "for permute(2, 0, 1) the new axis 0 is the old axis 2, the new axis 1 is the "
-                                "old axis 0, the new axis 2 the old axis 1: new index = (k, i, j).",
-        ((1, 1, 0), (1, 1, 0)): "permute(2, 0, 1) and transpose(0, 2) are different moves: transpose(0, 2) "
-                                "swaps the first and last index and keeps the middle one.",
-    }, success="13 is X[1, 0, 1]; permute(2, 0, 1) reads (k, i, j) and transpose(0, 2) reads (k, j, i).")
+    check_answer(answer, ((1, 1, 0), (1, 0, 1)), name=_("the positions of 13"), hints={
+        ((1, 0, 1), (1, 0, 1)): _("(1, 0, 1) is right for transpose(0, 2), which swaps the first and last index "
+                                  "(both 1 here). permute(2, 0, 1) moves old axis 2 to the front: (k, i, j)."),
+        ((0, 1, 1), (1, 0, 1)): _("for permute(2, 0, 1) the new axis 0 is the old axis 2, the new axis 1 is the "
+                                  "old axis 0, the new axis 2 the old axis 1: new index = (k, i, j)."),
+        ((1, 1, 0), (1, 1, 0)): _("permute(2, 0, 1) and transpose(0, 2) are different moves: transpose(0, 2) "
+                                  "swaps the first and last index and keeps the middle one."),
+    }, success=_("13 is X[1, 0, 1]; permute(2, 0, 1) reads (k, i, j) and transpose(0, 2) reads (k, j, i)."))
 
 
 def _split_heads_right(T: Tensor, num_heads: int) -> Tensor:
@@ -63,14 +64,14 @@ def check_split_heads(fn: Any) -> None:
     """Exercise: ``my_split_heads(T, num_heads)``: ``(b, n, h*d) -> (b, h, n, d)``."""
     check_function(fn, _split_heads_right, int_cases([(2, 3, 4, 2), (1, 5, 6, 3), (3, 2, 8, 4), (2, 4, 6, 1)]),
                    name="my_split_heads", arg_names=["T", "num_heads"], hints={
-        _split_heads_no_transpose: "your output has the right shape {shape}, but a head-row now mixes the "
-                                   "features of several tokens: view/reshape straight to (b, h, n, d) regroups "
-                                   "memory in order. Reshape to (b, n, h, d) first, then transpose(1, 2).",
-        _split_heads_4d_only: "your output has shape {shape}: the heads axis is still behind the tokens axis. "
-                              "Finish with transpose(1, 2) to get (b, h, n, d).",
-        _split_heads_wrong_swap: "your output has shape {shape}: you swapped the heads axis with the features "
-                                 "axis. Swap it with the tokens axis instead: transpose(1, 2).",
-    }, success="every head holds one row per token, in order, with its own head_dim features.")
+        _split_heads_no_transpose: _("your output has the right shape {shape}, but a head-row now mixes the "
+                                     "features of several tokens: view/reshape straight to (b, h, n, d) regroups "
+                                     "memory in order. Reshape to (b, n, h, d) first, then transpose(1, 2)."),
+        _split_heads_4d_only: _("your output has shape {shape}: the heads axis is still behind the tokens axis. "
+                                "Finish with transpose(1, 2) to get (b, h, n, d)."),
+        _split_heads_wrong_swap: _("your output has shape {shape}: you swapped the heads axis with the features "
+                                   "axis. Swap it with the tokens axis instead: transpose(1, 2)."),
+    }, success=_("every head holds one row per token, in order, with its own head_dim features."))
 
 
 def _merge_heads_right(H: Tensor) -> Tensor:
@@ -94,10 +95,10 @@ def check_merge_heads(fn: Any) -> None:
     specs = [(2, 3, 4, 2), (1, 5, 6, 3), (3, 2, 8, 4)]
     cases = [(_split_heads_right(T, h).contiguous(),) for (T, h) in int_cases(specs)]
     check_function(fn, _merge_heads_right, cases, name="my_merge_heads", arg_names=["H"], hints={
-        _merge_heads_no_transpose: "your output has the right shape {shape}, but a reshape alone reads the "
-                                   "heads in memory order, head by head. Move the heads behind the tokens "
-                                   "first: transpose(1, 2), then reshape.",
-        _merge_heads_wrong_order: "your output has the right shape {shape}, but the features of the heads are "
-                                  "interleaved: you moved the features axis in front of the heads. After "
-                                  "transpose(1, 2) the order (b, n, h, d) is already right.",
-    }, success="transpose(1, 2) then reshape puts each token's heads side by side again.")
+        _merge_heads_no_transpose: _("your output has the right shape {shape}, but a reshape alone reads the "
+                                     "heads in memory order, head by head. Move the heads behind the tokens "
+                                     "first: transpose(1, 2), then reshape."),
+        _merge_heads_wrong_order: _("your output has the right shape {shape}, but the features of the heads are "
+                                    "interleaved: you moved the features axis in front of the heads. After "
+                                    "transpose(1, 2) the order (b, n, h, d) is already right."),
+    }, success=_("transpose(1, 2) then reshape puts each token's heads side by side again."))

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from ..chapters.toy import IGNORE
+from ..i18n import _
 from ._engine import check_answer, check_function
 
 __all__ = ['check_ablate_head', 'check_task_targets']
@@ -31,16 +32,18 @@ def check_task_targets(answer: Any) -> None:
     The answer may be one row of five numbers or the ``(1, 5)`` tensor that ``task.targets`` returns.
     """
     ignore = f"IGNORE ({IGNORE})"
-    check_answer(_one_row(answer), (IGNORE, 33, 13, 43, 13), name="the targets", hints={
-        (IGNORE, 13, 43, 13, 53): "the local part is the token one step BACK, x[t-1], not the token at t itself.",
-        (IGNORE, 33, 31, 34, 31): "the class is local * vocab_size + first, so the local token is the tens digit "
-                                  "here: position 1 has local 3 and first 3, class 33; position 2 has local 1, "
-                                  "class 1 * 10 + 3.",
-        (-1, 33, 13, 43, 13): f"IGNORE is {IGNORE}, not -1 (the same number as the default ignore_index of "
-                              f"F.cross_entropy). The other four targets are right.",
-        (33, 13, 43, 13, 53): f"position 0 has no token one step back, so its target is {ignore}.",
-        (3, 33, 13, 43, 13): f"position 0 has no token one step back, so its target is {ignore}, not a class.",
-    }, success=f"{ignore} at position 0, then x[t-1] * 10 + x[0] at every position t.")
+    check_answer(_one_row(answer), (IGNORE, 33, 13, 43, 13), name=_("the targets"), hints={
+        (IGNORE, 13, 43, 13, 53): _("the local part is the token one step BACK, x[t-1], not the token at t itself."),
+        (IGNORE, 33, 31, 34, 31): _("the class is local * vocab_size + first, so the local token is the tens digit "
+                                    "here: position 1 has local 3 and first 3, class 33; position 2 has local 1, "
+                                    "class 1 * 10 + 3."),
+        (-1, 33, 13, 43, 13): _("IGNORE is {ignore_value}, not -1 (the same number as the default ignore_index of "
+                                "F.cross_entropy). The other four targets are right.").format(ignore_value=IGNORE),
+        (33, 13, 43, 13, 53): _("position 0 has no token one step back, so its target is {ignore}.").format(
+            ignore=ignore),
+        (3, 33, 13, 43, 13): _("position 0 has no token one step back, so its target is {ignore}, not a "
+                               "class.").format(ignore=ignore),
+    }, success=_("{ignore} at position 0, then x[t-1] * 10 + x[0] at every position t.").format(ignore=ignore))
 
 
 def _ablate_right(concatenated: Tensor, head: int, num_heads: int) -> Tensor:
@@ -75,10 +78,11 @@ def check_ablate_head(fn: Any) -> None:
              (torch.arange(1.0, 1 + 2 * 5 * 6).reshape(2, 5, 6), 5, 6)]
     check_function(fn, _ablate_right, cases, name="my_ablate_head", arg_names=["concatenated", "head", "num_heads"],
                    hints={
-        _ablate_tokens: "you zeroed positions (axis 1); a head owns FEATURES (the last axis): "
-                        "concatenated[..., head * head_dim:(head + 1) * head_dim].",
-        _ablate_width_num_heads: "each head owns head_dim = num_hiddens // num_heads features, not num_heads.",
-        _ablate_all_but: "you kept only that head; the exercise zeroes that head and keeps all the others.",
-    }, mutation_hint="your function changed its input in place; the model still needs the original. Work on a "
-                     "copy (concatenated.clone()) or multiply by a mask.",
-       success="head h owns features h * head_dim .. (h + 1) * head_dim - 1 of the concatenation, on every position.")
+        _ablate_tokens: _("you zeroed positions (axis 1); a head owns FEATURES (the last axis): "
+                          "concatenated[..., head * head_dim:(head + 1) * head_dim]."),
+        _ablate_width_num_heads: _("each head owns head_dim = num_hiddens // num_heads features, not num_heads."),
+        _ablate_all_but: _("you kept only that head; the exercise zeroes that head and keeps all the others."),
+    }, mutation_hint=_("your function changed its input in place; the model still needs the original. Work on a "
+                       "copy (concatenated.clone()) or multiply by a mask."),
+       success=_("head h owns features h * head_dim .. (h + 1) * head_dim - 1 of the concatenation, on every "
+                 "position."))

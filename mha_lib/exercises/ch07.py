@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..chapters.anatomy import mha_flops
+from ..i18n import _
 from ._engine import check_answer, check_formula
 
 __all__ = ["check_attention_flops", "check_call_counts", "check_core_peak", "check_score_bytes_answer"]
@@ -15,22 +16,22 @@ __all__ = ["check_attention_flops", "check_call_counts", "check_core_peak", "che
 
 def check_call_counts(answer: Any) -> None:
     """Exercise: calls of the per-sample loop, the per-head loop and the batched version for b=64, h=8."""
-    check_answer(answer, (64, 8, 1), name="the numbers of calls", hints={
-        (64, 512, 1): "the loop over heads runs one call per HEAD, each with the whole batch inside it: 8 calls.",
-        (512, 8, 1): "the loop over samples runs one call per sample (64); the heads of a sample go together.",
-        (64, 8, 8): "the batched version folds the heads into the batch axis: one call for everything.",
-        (1, 8, 64): "the order is (loop over samples, loop over heads, batched).",
-    }, success="batch_size calls, num_heads calls, and one call with (batch_size * num_heads) samples.")
+    check_answer(answer, (64, 8, 1), name=_("the numbers of calls"), hints={
+        (64, 512, 1): _("the loop over heads runs one call per HEAD, each with the whole batch inside it: 8 calls."),
+        (512, 8, 1): _("the loop over samples runs one call per sample (64); the heads of a sample go together."),
+        (64, 8, 8): _("the batched version folds the heads into the batch axis: one call for everything."),
+        (1, 8, 64): _("the order is (loop over samples, loop over heads, batched)."),
+    }, success=_("batch_size calls, num_heads calls, and one call with (batch_size * num_heads) samples."))
 
 
 def check_score_bytes_answer(answer: Any) -> None:
     """Exercise: bytes of one float16 score tensor for batch_size=8, 12 heads, 4096 tokens."""
-    check_answer(answer, 3_221_225_472, name="the number of bytes", hints={
-        6_442_450_944: "that is float32 (4 bytes per score); float16 takes 2 bytes.",
-        1_610_612_736: "that is the number of scores; each float16 score takes 2 bytes.",
-        268_435_456: "every head has its own score matrix: multiply by num_heads = 12.",
-        786_432: "the score matrix is 4096 x 4096 per head and sequence: it grows as n^2, not n.",
-    }, success="8 * 12 * 4096 * 4096 * 2 bytes = 3 GiB, even in float16: the reason for fused kernels.")
+    check_answer(answer, 3_221_225_472, name=_("the number of bytes"), hints={
+        6_442_450_944: _("that is float32 (4 bytes per score); float16 takes 2 bytes."),
+        1_610_612_736: _("that is the number of scores; each float16 score takes 2 bytes."),
+        268_435_456: _("every head has its own score matrix: multiply by num_heads = 12."),
+        786_432: _("the score matrix is 4096 x 4096 per head and sequence: it grows as n^2, not n."),
+    }, success=_("8 * 12 * 4096 * 4096 * 2 bytes = 3 GiB, even in float16: the reason for fused kernels."))
 
 
 def _attention_flops(batch_size: int, seq_len: int, num_hiddens: int) -> int:
@@ -44,22 +45,22 @@ def check_attention_flops(fn: Any) -> None:
              {"batch_size": 2, "seq_len": 4096, "num_hiddens": 768}]
     check_formula(fn, _attention_flops, cases, name="my_attention_flops", hints={
         lambda b, n, d: 2 * b * n * n * d:
-            "attention has TWO products (Q K^T and weights @ V), or you counted one FLOP per multiply-add: "
-            "the answer is 2 products x 2 FLOPs x b * n^2 * d.",
+            _("attention has TWO products (Q K^T and weights @ V), or you counted one FLOP per multiply-add: "
+              "the answer is 2 products x 2 FLOPs x b * n^2 * d."),
         lambda b, n, d: b * n * n * d:
-            "count both products, Q K^T and weights @ V, and two FLOPs (a multiply and an add) for each "
-            "multiply-add.",
+            _("count both products, Q K^T and weights @ V, and two FLOPs (a multiply and an add) for each "
+              "multiply-add."),
         lambda b, n, d: 4 * b * n * d:
-            "every query meets every key: each product has n * n * d multiply-adds, so the count grows as n^2.",
-    }, success="4 * batch_size * seq_len^2 * num_hiddens, whatever the number of heads.")
+            _("every query meets every key: each product has n * n * d multiply-adds, so the count grows as n^2."),
+    }, success=_("4 * batch_size * seq_len^2 * num_hiddens, whatever the number of heads."))
 
 
 def check_core_peak(answer: Any) -> None:
     """Exercise: peak float32 GFLOP/s of one core with 8 lanes (AVX2), 2 FMA units, at 3 GHz."""
-    check_answer(answer, 96, name="the peak in GFLOP/s", hints={
-        48: "a fused multiply-add (FMA) is two floating-point operations, a multiply and an add.",
-        192: "an AVX2 register is 256 bits wide: 8 float32 lanes, not 16 (16 is AVX-512).",
-        12: "each FMA instruction works on all 8 lanes of the register at once: multiply by 8.",
-        6: "that is one lane of one FMA unit; the core has 8 lanes and 2 FMA units working at once.",
-        3: "the clock only says how many cycles per second; count the FLOPs in each cycle.",
-    }, success="3e9 cycles/s x 2 FMA units x 8 lanes x 2 FLOPs = 96 GFLOP/s, 16 times one scalar lane.")
+    check_answer(answer, 96, name=_("the peak in GFLOP/s"), hints={
+        48: _("a fused multiply-add (FMA) is two floating-point operations, a multiply and an add."),
+        192: _("an AVX2 register is 256 bits wide: 8 float32 lanes, not 16 (16 is AVX-512)."),
+        12: _("each FMA instruction works on all 8 lanes of the register at once: multiply by 8."),
+        6: _("that is one lane of one FMA unit; the core has 8 lanes and 2 FMA units working at once."),
+        3: _("the clock only says how many cycles per second; count the FLOPs in each cycle."),
+    }, success=_("3e9 cycles/s x 2 FMA units x 8 lanes x 2 FLOPs = 96 GFLOP/s, 16 times one scalar lane."))

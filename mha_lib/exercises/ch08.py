@@ -10,6 +10,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..i18n import _
 from ._engine import CORRECT, NOT_YET, check_answer, check_function, contains_ellipsis, report
 
 __all__ = ["check_finfo_min_minus_100", "check_fixed_masked_softmax", "check_lens_that_hide_bug4"]
@@ -41,47 +42,48 @@ def _softmax_cases() -> list[tuple]:
 def check_fixed_masked_softmax(fn: Any) -> None:
     """Exercise 1: ``fixed_softmax(scores, mask)`` for float16 scores ``(batch_size, num_queries, num_kvpairs)``."""
     check_function(fn, _softmax_right, _softmax_cases(), name="fixed_softmax", arg_names=["scores", "mask"], hints={
-        _softmax_dim1: "the softmax still runs over dim=1, the queries (section 9): each query's weights over the "
-                       "keys must sum to 1, so use dim=-1.",
-        _softmax_inverted: "the mask is inverted (section 6): mask == 0 marks the keys to HIDE, so fill where "
-                           "mask == 0, not where mask != 0.",
-    }, success="a fill the dtype can hold (torch.finfo(scores.dtype).min) and the softmax over the keys, dim=-1.")
+        _softmax_dim1: _("the softmax still runs over dim=1, the queries (section 9): each query's weights over the "
+                         "keys must sum to 1, so use dim=-1."),
+        _softmax_inverted: _("the mask is inverted (section 6): mask == 0 marks the keys to HIDE, so fill where "
+                             "mask == 0, not where mask != 0."),
+    }, success=_("a fill the dtype can hold (torch.finfo(scores.dtype).min) and the softmax over the keys, dim=-1."))
 
 
 def check_lens_that_hide_bug4(answer: Any) -> None:
     """Exercise 3: two different ``valid_lens`` of batch_size 2 for which repeat and repeat_interleave agree."""
     if contains_ellipsis(answer):
-        report(NOT_YET + "replace each ... with a number, then run this cell again.")
+        report(_(NOT_YET) + _("replace each ... with a number, then run this cell again."))
         return
     try:
         pair = [torch.as_tensor(lens).reshape(-1).tolist() for lens in answer]
     except (TypeError, ValueError, RuntimeError):
         pair = None
     if pair is None or len(pair) != 2 or any(len(lens) != 2 for lens in pair):
-        report(NOT_YET + "give two valid_lens, each with batch_size = 2 numbers, e.g. ([..., ...], [..., ...]).")
+        report(_(NOT_YET) + _("give two valid_lens, each with batch_size = 2 numbers, e.g. ([..., ...], [..., ...])."))
         return
     if pair[0] == pair[1]:
-        report(NOT_YET + "the two valid_lens must differ from each other.")
+        report(_(NOT_YET) + _("the two valid_lens must differ from each other."))
         return
     for lens in pair:
         if torch.tensor(lens).repeat(2).tolist() != torch.tensor(lens).repeat_interleave(2).tolist():
             a, b = lens
-            report(NOT_YET + f"{lens}.repeat(2) gives {[a, b, a, b]}, but repeat_interleave(2) gives {[a, a, b, b]}: "
-                  "they agree only when the two lengths are the same.")
+            report(_(NOT_YET) + _("{lens}.repeat(2) gives {tiled}, but repeat_interleave(2) gives {interleaved}: they "
+                                 "agree only when the two lengths are the same.").format(
+                lens=lens, tiled=[a, b, a, b], interleaved=[a, a, b, b]))
             return
-    report(CORRECT + "repeat and repeat_interleave agree whenever every sentence has the same length, as in a "
-          "quick test with no padding: the bug hides exactly there.")
+    report(_(CORRECT) + _("repeat and repeat_interleave agree whenever every sentence has the same length, as in a "
+            "quick test with no padding: the bug hides exactly there."))
 
 
 def check_finfo_min_minus_100(answer: Any) -> None:
     """Exercise 4: ``torch.tensor(torch.finfo(torch.float16).min, dtype=torch.float16) - 100``."""
     value = answer.item() if isinstance(answer, Tensor) and answer.numel() == 1 else answer
     if isinstance(value, float) and value != value:  # NaN is the one number not equal to itself
-        report(NOT_YET + "nothing here is undefined: a finite number minus 100 overflows to -inf, not NaN.")
+        report(_(NOT_YET) + _("nothing here is undefined: a finite number minus 100 overflows to -inf, not NaN."))
         return
-    check_answer(answer, float("-inf"), name="the result", hints={
-        -65604: "float16 cannot hold -65604: its most negative finite number is -65504, and anything below "
-                "about -65520 rounds to -inf.",
-        -65504: "the step between float16 numbers near 65504 is 32, so 100 is not lost in rounding here: "
-                "-65604 is past the most negative float16 and becomes -inf.",
-    }, success="-inf: the fill value was already the most negative float16, so any further step overflows.")
+    check_answer(answer, float("-inf"), name=_("the result"), hints={
+        -65604: _("float16 cannot hold -65604: its most negative finite number is -65504, and anything below "
+                  "about -65520 rounds to -inf."),
+        -65504: _("the step between float16 numbers near 65504 is 32, so 100 is not lost in rounding here: "
+                  "-65604 is past the most negative float16 and becomes -inf."),
+    }, success=_("-inf: the fill value was already the most negative float16, so any further step overflows."))

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from ..chapters.tiled import num_tiles, tiled_state_bytes
+from ..i18n import _
 from ._engine import check_answer, check_formula, check_function
 
 __all__ = ["check_running_update", "check_tile_counts", "check_tiled_bytes"]
@@ -37,21 +38,21 @@ def check_running_update(fn: Any) -> None:
     check_function(fn, _running_update, _update_cases(), name="my_update",
                    arg_names=["running_max", "running_sum", "x"], hints={
         lambda m, s, x: (torch.maximum(m, x), s + torch.exp(x - torch.maximum(m, x))):
-            "the old running_sum was summed relative to the OLD maximum: when the maximum grows, multiply it by "
-            "exp(running_max - new_max) before you add the new term.",
+            _("the old running_sum was summed relative to the OLD maximum: when the maximum grows, multiply it by "
+              "exp(running_max - new_max) before you add the new term."),
         lambda m, s, x: (torch.maximum(m, x),
                          s * torch.exp(torch.maximum(m, x) - m) + torch.exp(x - torch.maximum(m, x))):
-            "the rescale factor is upside down: it is exp(running_max - new_max), at most 1, since the old terms "
-            "shrink when the maximum grows.",
+            _("the rescale factor is upside down: it is exp(running_max - new_max), at most 1, since the old terms "
+              "shrink when the maximum grows."),
         lambda m, s, x: (torch.maximum(m, x), s * torch.exp(m - torch.maximum(m, x)) + torch.exp(x)):
-            "the new term must be taken relative to the new maximum too: exp(x - new_max), not exp(x).",
+            _("the new term must be taken relative to the new maximum too: exp(x - new_max), not exp(x)."),
         lambda m, s, x: (m, s * torch.exp(m - torch.maximum(m, x)) + torch.exp(x - torch.maximum(m, x))):
-            "return the NEW maximum, torch.maximum(running_max, x), as the first result.",
+            _("return the NEW maximum, torch.maximum(running_max, x), as the first result."),
         lambda m, s, x: (torch.maximum(m, x), s + torch.exp(x)):
-            "subtract the running maximum before exp (exp(1000) overflows), and rescale the old sum by "
-            "exp(running_max - new_max) when the maximum grows.",
-    }, success="new_max = max(m, x); l = l * exp(m - new_max) + exp(x - new_max), the online softmax update.",
-        mutation_hint="return new tensors; do not change running_max or running_sum in place.")
+            _("subtract the running maximum before exp (exp(1000) overflows), and rescale the old sum by "
+              "exp(running_max - new_max) when the maximum grows."),
+    }, success=_("new_max = max(m, x); l = l * exp(m - new_max) + exp(x - new_max), the online softmax update."),
+        mutation_hint=_("return new tensors; do not change running_max or running_sum in place."))
 
 
 def check_tiled_bytes(fn: Any) -> None:
@@ -63,28 +64,28 @@ def check_tiled_bytes(fn: Any) -> None:
     ]
     check_formula(fn, tiled_state_bytes, cases, name="my_tiled_bytes", hints={
         lambda b, nq, nkv, dv, t: b * nq * nkv * 4:
-            "that is the whole score matrix, which tiled attention never holds: count one tile of scores "
-            "(num_queries x tile_size) and the running state instead.",
+            _("that is the whole score matrix, which tiled attention never holds: count one tile of scores "
+              "(num_queries x tile_size) and the running state instead."),
         lambda b, nq, nkv, dv, t: b * nq * min(t, nkv) * 4:
-            "one tile of scores is not all: the running maximum and sum (one number per query each) and the output "
-            "accumulator (num_queries x value_dim) stay in memory across the steps.",
+            _("one tile of scores is not all: the running maximum and sum (one number per query each) and the output "
+              "accumulator (num_queries x value_dim) stay in memory across the steps."),
         lambda b, nq, nkv, dv, t: b * nq * (min(t, nkv) + dv) * 4:
-            "add the running maximum and the running sum: one number per query row each.",
+            _("add the running maximum and the running sum: one number per query row each."),
         lambda b, nq, nkv, dv, t: b * nq * (min(t, nkv) + 2 + dv):
-            "that counts entries; each float32 entry takes 4 bytes.",
+            _("that counts entries; each float32 entry takes 4 bytes."),
         lambda b, nq, nkv, dv, t: b * nq * (t + 2 + dv) * 4:
-            "a tile cannot hold more keys than there are: use min(tile_size, num_kvpairs).",
-    }, success="batch_size * num_queries * (min(tile_size, num_kvpairs) + 2 + value_dim) * 4 bytes.")
+            _("a tile cannot hold more keys than there are: use min(tile_size, num_kvpairs)."),
+    }, success=_("batch_size * num_queries * (min(tile_size, num_kvpairs) + 2 + value_dim) * 4 bytes."))
 
 
 def check_tile_counts(answer: Any) -> None:
     """Exercise: tiles computed for 1000 keys in tiles of 128, without a mask and causal with 256 queries."""
     expected = (num_tiles(1000, 128), num_tiles(1000, 128, num_queries=256, causal=True))
-    check_answer(answer, expected, name="the numbers of tiles", hints={
-        (7, 2): "1000 / 128 = 7.8: the last, shorter tile (104 keys) counts too, so round up: 8.",
-        (7, 1): "round up: a shorter last tile still has to be computed.",
-        (8, 8): "with causal=True query 255 sees keys 0..255 only: the tiles that start at key 256 or later are "
-                "hidden from every query and are skipped.",
-        (8, 3): "keys 0..255 fill exactly two tiles of 128; the third tile starts at key 256, which no query sees.",
-        (7, 8): "the order is (without a mask, causal); and round up.",
-    }, success="ceil(1000 / 128) = 8 tiles; causally only keys 0..255 are visible: 2 tiles, 6 skipped.")
+    check_answer(answer, expected, name=_("the numbers of tiles"), hints={
+        (7, 2): _("1000 / 128 = 7.8: the last, shorter tile (104 keys) counts too, so round up: 8."),
+        (7, 1): _("round up: a shorter last tile still has to be computed."),
+        (8, 8): _("with causal=True query 255 sees keys 0..255 only: the tiles that start at key 256 or later are "
+                  "hidden from every query and are skipped."),
+        (8, 3): _("keys 0..255 fill exactly two tiles of 128; the third tile starts at key 256, which no query sees."),
+        (7, 8): _("the order is (without a mask, causal); and round up."),
+    }, success=_("ceil(1000 / 128) = 8 tiles; causally only keys 0..255 are visible: 2 tiles, 6 skipped."))

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from ..flex import _alibi_slopes, _index_grids, dense_mask, document_mask_mod
+from ..i18n import _
 from ._engine import check_function
 
 __all__ = ["check_alibi_slopes", "check_document_ids", "check_recent_plus_first"]
@@ -30,8 +31,8 @@ def _as_mask(mask_mod: Any) -> Any:
             out = mask_mod(b, h, q_idx, kv_idx)
         except RuntimeError as error:
             if "ambiguous" in str(error):
-                raise RuntimeError("Python's and / or / not cannot combine tensors: use &, | and ~, with brackets "
-                                   "around each comparison, e.g. (kv_idx <= q_idx) & (kv_idx >= 0)") from None
+                raise RuntimeError(_("Python's and / or / not cannot combine tensors: use &, | and ~, with brackets "
+                                     "around each comparison, e.g. (kv_idx <= q_idx) & (kv_idx >= 0)")) from None
             raise
         size = (b.shape[0], h.shape[1], q_idx.shape[2], kv_idx.shape[3])
         return torch.broadcast_to(torch.as_tensor(out), size).to(torch.bool)  # -> (batch, heads, queries, kvpairs)
@@ -50,26 +51,26 @@ def check_recent_plus_first(mask_mod: Any) -> None:
         return
     wrong = {
         lambda b, h, q, kv: (kv <= q) & (q - kv < RECENT) | (kv == 0):
-            "off by one: 'the previous 3 tokens' are q_idx-1, q_idx-2 and q_idx-3, so q_idx - kv_idx may be 3 "
-            "(use <= 3, not < 3).",
+            _("off by one: 'the previous 3 tokens' are q_idx-1, q_idx-2 and q_idx-3, so q_idx - kv_idx may be 3 "
+              "(use <= 3, not < 3)."),
         lambda b, h, q, kv: ((q - kv).abs() <= RECENT) | (kv == 0):
-            "your window looks both ways: a query also sees up to 3 LATER tokens. Add the causal condition "
-            "kv_idx <= q_idx.",
+            _("your window looks both ways: a query also sees up to 3 LATER tokens. Add the causal condition "
+              "kv_idx <= q_idx."),
         lambda b, h, q, kv: (kv <= q) & (q - kv <= RECENT):
-            "the first token is missing: keys far back are hidden, but key 0 must stay visible. Combine with "
-            "| (kv_idx == 0).",
+            _("the first token is missing: keys far back are hidden, but key 0 must stay visible. Combine with "
+              "| (kv_idx == 0)."),
         lambda b, h, q, kv: (kv <= q) & ((q - kv <= RECENT) | (kv == 0)) | (q == 0):
-            "the first token is key 0 (kv_idx == 0), not query 0.",
+            _("the first token is key 0 (kv_idx == 0), not query 0."),
         lambda b, h, q, kv: (kv <= q) & (q - kv <= RECENT) & (kv == 0):
-            "& keeps a key only if BOTH hold: the first token must be added with |, 'or'.",
+            _("& keeps a key only if BOTH hold: the first token must be added with |, 'or'."),
         lambda b, h, q, kv: ((kv <= q) & (q - kv <= RECENT)) | (q == 0):
-            "the first token is key 0 (kv_idx == 0), not query 0.",
+            _("the first token is key 0 (kv_idx == 0), not query 0."),
     }
     check_function(_as_mask(mask_mod), _as_mask(_recent_plus_first), _grid_cases(), name="my_mask_mod",
                    arg_names=["b", "h", "q_idx", "kv_idx"],
                    hints={_as_mask(fn): hint for fn, hint in wrong.items()},
-                   success="((kv_idx <= q_idx) & (q_idx - kv_idx <= 3)) | (kv_idx == 0): a sliding window with a "
-                           "sink, the pattern of StreamingLLM.")
+                   success=_("((kv_idx <= q_idx) & (q_idx - kv_idx <= 3)) | (kv_idx == 0): a sliding window with a "
+                             "sink, the pattern of StreamingLLM."))
 
 
 def check_alibi_slopes(fn: Any) -> None:
@@ -85,23 +86,23 @@ def check_alibi_slopes(fn: Any) -> None:
 
     wrong = {
         lambda n: [2 ** (-8 * h / n) for h in range(n)]:
-            "your first slope is 1: the sequence starts at 2^(-8/n), so use the exponent -8 * (h + 1) / n for "
-            "h = 0 .. n-1.",
+            _("your first slope is 1: the sequence starts at 2^(-8/n), so use the exponent -8 * (h + 1) / n for "
+              "h = 0 .. n-1."),
         lambda n: [2 ** (-(h + 1)) for h in range(n)]:
-            "those are the slopes for 8 heads only (1/2, 1/4, ...). The ratio depends on the number of heads: "
-            "2^(-8 * (h + 1) / num_heads).",
+            _("those are the slopes for 8 heads only (1/2, 1/4, ...). The ratio depends on the number of heads: "
+              "2^(-8 * (h + 1) / num_heads)."),
         lambda n: [2 ** (-8 * (h + 1) / n) for h in reversed(range(n))]:
-            "the order is reversed: head 0 gets the LARGEST slope, 2^(-8/n), and the slopes shrink from there.",
+            _("the order is reversed: head 0 gets the LARGEST slope, 2^(-8/n), and the slopes shrink from there."),
         lambda n: [2 ** (8 * (h + 1) / n) for h in range(n)]:
-            "the exponent must be negative: every slope lies between 0 and 1.",
+            _("the exponent must be negative: every slope lies between 0 and 1."),
         lambda n: [(h + 1) / n for h in range(n)]:
-            "the slopes form a geometric sequence (each head's slope is a fixed multiple of the previous "
-            "one), not an arithmetic one: 2^(-8 * (h + 1) / num_heads).",
+            _("the slopes form a geometric sequence (each head's slope is a fixed multiple of the previous "
+              "one), not an arithmetic one: 2^(-8 * (h + 1) / num_heads)."),
     }
     check_function(as_tensor(fn) if callable(fn) else fn, reference, [(8,), (4,), (16,), (1,)],
                    name="my_alibi_slopes", arg_names=["num_heads"],
                    hints={as_tensor(f): hint for f, hint in wrong.items()},
-                   success="slope of head h = 2^(-8 * (h + 1) / num_heads), as in Press et al. (2022).")
+                   success=_("slope of head h = 2^(-8 * (h + 1) / num_heads), as in Press et al. (2022)."))
 
 
 def _document_mask(ids_fn: Any) -> Any:
@@ -109,8 +110,8 @@ def _document_mask(ids_fn: Any) -> Any:
     def run(lengths: list[int]) -> Tensor:
         ids = torch.as_tensor(ids_fn(list(lengths)))
         if ids.shape != (sum(lengths),):
-            raise ValueError(f"my_document_ids({lengths}) should have shape ({sum(lengths)},), one id per token, "
-                             f"got {tuple(ids.shape)}")
+            raise ValueError(_("my_document_ids({lengths}) should have shape ({total},), one id per token, "
+                               "got {shape}").format(lengths=lengths, total=sum(lengths), shape=tuple(ids.shape)))
         return dense_mask(document_mask_mod(ids.long().view(1, -1), causal=False), 1, 1, len(ids), len(ids))[0, 0]
     return run
 
@@ -129,17 +130,17 @@ def check_document_ids(fn: Any) -> None:
     """Exercise: ``my_document_ids(lengths)`` -> the document id of every token; no token may see another document."""
     wrong = {
         _buggy_ids:
-            "still the bug: with >, the first token of each document gets the id of the document BEFORE it, so "
-            "that document sees it. A position equal to a start already belongs to the new document: use >=.",
+            _("still the bug: with >, the first token of each document gets the id of the document BEFORE it, so "
+              "that document sees it. A position equal to a start already belongs to the new document: use >=."),
         lambda lengths: torch.arange(len(lengths)).repeat(max(lengths))[:sum(lengths)]:
-            "repeat tiles the whole list (0, 1, 2, 0, 1, 2, ...); each id must be repeated in place, its "
-            "document's length times: torch.repeat_interleave.",
+            _("repeat tiles the whole list (0, 1, 2, 0, 1, 2, ...); each id must be repeated in place, its "
+              "document's length times: torch.repeat_interleave."),
         lambda lengths: (torch.arange(sum(lengths)).view(-1, 1) >= torch.tensor(lengths)).sum(-1):
-            "compare with the START of each document (the running sum of the lengths), not with the lengths "
-            "themselves.",
+            _("compare with the START of each document (the running sum of the lengths), not with the lengths "
+              "themselves."),
     }
     check_function(_document_mask(fn) if callable(fn) else fn, _document_mask(_reference_ids),
                    [([3, 4, 2],), ([1, 1, 1],), ([5],), ([2, 6],)], name="my_document_ids", arg_names=["lengths"],
                    hints={_document_mask(f): hint for f, hint in wrong.items()},
-                   success="every token now sees exactly its own document; only equality of ids matters, so any "
-                           "numbering that changes at each start is right.")
+                   success=_("every token now sees exactly its own document; only equality of ids matters, so any "
+                             "numbering that changes at each start is right."))
