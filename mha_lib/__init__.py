@@ -1,13 +1,15 @@
 """mha_lib: the canonical multi-head attention of the mha-notebooks collection.
 
 The names and signatures are those of the d2l book's Chinese edition 2.0 (the ``d2l`` 0.17 package):
-d2l 0.17's own Transformer encoder runs unchanged with ``mha_lib.MultiHeadAttention`` in its place.
+d2l 0.17's and d2l 1.0's own Transformer and BERT code runs unchanged with ``mha_lib.MultiHeadAttention`` in place
+of d2l's. ``set_language("zh_CN")`` makes what the library prints Chinese.
 Read the implementation in the order ``masks``, ``functional``, ``modules``, then ``grouped`` and ``flex``;
 ``chapters`` holds the chapters' helpers and ``exercises`` the self-checking exercises.
 """
 
 from .functional import dot_product_attention, masked_softmax, transpose_output, transpose_qkv
 from .grouped import GroupedQueryAttention, kv_head_of, mha_to_gqa, repeat_kv_heads
+from .i18n import get_language, set_language
 from .masks import attention_mask, causal_mask, sequence_mask, valid_lens_mask
 from .modules import AdditiveAttention, DotProductAttention, GeneralMultiHeadAttention, MultiHeadAttention
 from .plotting import show_heatmaps
@@ -25,11 +27,13 @@ __all__ = [
     "causal_mask",
     "cpu_threads",
     "dot_product_attention",
+    "get_language",
     "kv_head_of",
     "masked_softmax",
     "mha_to_gqa",
     "pick_device",
     "repeat_kv_heads",
+    "set_language",
     "sequence_mask",
     "set_seed",
     "show_heatmaps",

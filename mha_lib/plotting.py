@@ -17,6 +17,7 @@ from matplotlib.ticker import MaxNLocator
 from torch import Tensor
 
 from ._validation import require_bool_mask
+from .i18n import figure_text
 
 __all__ = ["MASKED_COLOUR", "show_heatmaps"]
 
@@ -76,9 +77,9 @@ def show_heatmaps(
                 ax.set_ylabel(ylabel)
             if titles is not None and i == 0:
                 ax.set_title(titles[j])
-    colour_bar = fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
+    colour_bar = fig.colorbar(image, ax=axes, shrink=0.8, label=figure_text("attention weight"))
     if mask is not None:  # the legend sits under the colour bar
-        masked = Patch(facecolor=MASKED_COLOUR, edgecolor="black", label="masked")
+        masked = Patch(facecolor=MASKED_COLOUR, edgecolor="black", label=figure_text("masked"))
         colour_bar.ax.legend(handles=[masked], loc="upper left", bbox_to_anchor=(-0.5, -0.04), fontsize="small",
                              frameon=False, handlelength=1.0)
     if suptitle is not None:

@@ -1,0 +1,106 @@
+"""The Chinese edition is the English one, translated: the same code, every block translated, none stale.
+
+`tools/translate.py` keeps a gettext catalogue per chapter (translations/zh_CN/*.po) and builds the Chinese
+notebooks (zh-CN/notebooks/) from the English ones; these tests fail when a translation is missing or stale,
+or when a committed Chinese notebook is not what the tool builds from the English one today.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import polib
+import pytest
+
+from tools import editions, translate
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+LANGUAGES = list(translate.LANGUAGES)
+
+
+def test_every_chapter_has_a_translation_in_every_language():
+    for language in LANGUAGES:
+        built = sorted(path.name for path in translate.EDITIONS[language].glob("*.ipynb"))
+        assert built == [chapter.name for chapter in CHAPTERS], language
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda path: path.stem[:2])
+def test_the_catalogue_holds_exactly_the_english_blocks_all_translated(chapter, language):
+    catalogue = polib.pofile(str(translate.catalogue_path(chapter, language)))
+    english = {block for _, block in translate.chapter_blocks(chapter)}
+    entries = {entry.msgid for entry in catalogue if not entry.obsolete}
+    assert english <= entries, (f"English blocks without an entry (changed since the translation?): run "
+                                f"python -m tools.translate update {language}: {sorted(english - entries)[:2]}")
+    assert entries <= english, f"entries whose English is gone: run the update: {sorted(entries - english)[:2]}"
+    assert translate.problems(catalogue) == []
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda path: path.stem[:2])
+def test_the_committed_translation_is_what_the_tool_builds_today(chapter, language):
+    committed = nbformat.read(translate.EDITIONS[language] / chapter.name, as_version=4)
+    built = translate.translate_notebook(chapter, language)
+    assert [cell.cell_type for cell in committed.cells] == [cell.cell_type for cell in built.cells]
+    for index, (got, want) in enumerate(zip(committed.cells, built.cells, strict=True)):
+        assert got.source == want.source, f"cell {index} is stale: run python -m tools.translate build, then execute"
+        assert got.metadata.get("tags", []) == want.metadata.get("tags", []), index
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda path: path.stem[:2])
+def test_the_code_cells_are_the_english_ones_but_for_the_language_switch(chapter, language):
+    english = [cell.source for cell in nbformat.read(chapter, as_version=4).cells if cell.cell_type == "code"]
+    translated = nbformat.read(translate.EDITIONS[language] / chapter.name, as_version=4)
+    code = [cell for cell in translated.cells if cell.cell_type == "code"]
+    switches = [cell for cell in code if translate.LANGUAGE_TAG in cell.metadata.get("tags", [])]
+    assert len(switches) == 1 and f'set_language("{language}")' in switches[0].source
+    assert [cell.source for cell in code if cell not in switches] == english
+
+
+def test_a_changed_english_block_makes_its_translation_a_draft(tmp_path, monkeypatch):
+    """The gettext rule: an edited English block keeps its old translation, marked fuzzy, so check fails."""
+    chapter = tmp_path / "notebooks" / "99_demo.ipynb"
+    chapter.parent.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 99 · Demo\n\nHeads attend in parallel.")])
+    nbformat.write(nb, chapter)
+    catalogue_file = tmp_path / "demo.po"
+    catalogue = translate.update_catalogue(chapter, catalogue_file, "zh_CN")
+    assert len(translate.problems(catalogue)) == 2  # nothing translated yet
+    for entry, text in zip(catalogue, ["# 99 · 演示", "各个头并行地计算注意力。"], strict=True):
+        entry.msgstr = text
+    catalogue.save(str(catalogue_file))
+    nb.cells[0].source = "# 99 · Demo\n\nAll heads attend in parallel."
+    nbformat.write(nb, chapter)
+    catalogue = translate.update_catalogue(chapter, catalogue_file, "zh_CN")
+    (problem,) = translate.problems(catalogue)
+    assert "the English changed" in problem
+    draft = catalogue.find("All heads attend in parallel.")
+    assert draft.fuzzy and draft.msgstr == "各个头并行地计算注意力。"
+    assert draft.previous_msgid == "Heads attend in parallel."
+    with pytest.raises(ValueError, match="no translation into zh_CN"):
+        monkeypatch.setattr(translate, "catalogue_path", lambda notebook, language: catalogue_file)
+        translate.translate_notebook(chapter, "zh_CN")
+
+
+@pytest.mark.parametrize("markdown, blocks", [
+    ("One.\n\nTwo\nlines.", ["One.", "Two\nlines."]),
+    ("Text\n\n$$\na\n\nb\n$$\n\nMore", ["Text", "$$\na\n\nb\n$$", "More"]),
+    ("```python\nx = 1\n\ny = 2\n```", ["```python\nx = 1\n\ny = 2\n```"]),
+    ("$$x = y$$\n\nAfter", ["$$x = y$$", "After"]),
+])
+def test_blocks_split_at_blank_lines_but_never_inside_a_formula_or_code(markdown, blocks):
+    assert translate.split_blocks(markdown) == blocks
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_reader_edition_of_each_language_is_current_and_stores_no_solved_exercise(language):
+    source, target, _ = editions.LANGUAGES[language]
+    assert editions.stale_reader_edition(source, target, language) == []
+    for path in sorted(target.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        printed = "".join(output.get("text", "") for cell in nb.cells for output in cell.get("outputs", []))
+        assert "✅" not in printed, f"{path}: a stored solved exercise"
+        assert "❌" in printed or not editions.exercises(nb), f"{path}: no checker says Not yet"
