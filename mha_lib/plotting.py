@@ -26,8 +26,8 @@ MASKED_COLOUR = "#9e9e9e"  # a grey that no colour map of weights uses for 0: ma
 
 def show_heatmaps(
     matrices: Tensor,
-    xlabel: str = "keys",
-    ylabel: str = "queries",
+    xlabel: str | None = None,
+    ylabel: str | None = None,
     titles: Sequence[str] | None = None,
     figsize: tuple[float, float] = (2.5, 2.5),
     cmap: str = "Reds",
@@ -39,7 +39,9 @@ def show_heatmaps(
 
     The arguments are d2l's (``figsize`` is the size of the whole figure), and so is the behaviour: the
     figure is made with pyplot, so Jupyter shows it at the end of the cell wherever the call stands, and
-    nothing is returned (a returned figure would be shown twice). ``titles`` name the columns of the grid.
+    nothing is returned (a returned figure would be shown twice). The axis labels default to "keys" and
+    "queries", in the language of :func:`mha_lib.set_language` where a font can draw it. ``titles`` name
+    the columns of the grid.
     Two keyword arguments are mha_lib's own: ``suptitle`` titles the whole figure, and with ``mask``
     (boolean, True = may attend) the cells a query may not attend to are drawn grey and a legend says
     "masked", so that a masked key looks different from a weight that is merely close to 0.
@@ -52,6 +54,8 @@ def show_heatmaps(
         got = tuple(matrices.shape) if isinstance(matrices, Tensor) else type(matrices).__name__
         raise ValueError(f"matrices must be a 4-D tensor (num_rows, num_cols, num_queries, num_kvpairs), got {got}")
     num_rows, num_cols = matrices.shape[:2]
+    xlabel = figure_text("keys") if xlabel is None else xlabel
+    ylabel = figure_text("queries") if ylabel is None else ylabel
     if titles is not None and len(titles) != num_cols:
         raise ValueError(f"titles must name the {num_cols} columns, got {len(titles)} titles")
     if mask is not None:
