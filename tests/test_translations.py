@@ -104,3 +104,20 @@ def test_the_reader_edition_of_each_language_is_current_and_stores_no_solved_exe
         printed = "".join(output.get("text", "") for cell in nb.cells for output in cell.get("outputs", []))
         assert "✅" not in printed, f"{path}: a stored solved exercise"
         assert "❌" in printed or not editions.exercises(nb), f"{path}: no checker says Not yet"
+
+
+def test_a_new_text_keeps_the_outputs_and_new_code_clears_them(tmp_path):
+    """tools/editions.keep_outputs, used by both generators: a better translation needs no new run."""
+    def notebook(text: str, code: str) -> nbformat.NotebookNode:
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text), nbformat.v4.new_code_cell(code)])
+
+    executed = notebook("Old text", "print(1)")
+    executed.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
+    executed.cells[1].execution_count = 1
+    nbformat.write(executed, tmp_path / "chapter.ipynb")
+    retranslated = notebook("New text", "print(1)")
+    editions.keep_outputs(retranslated, tmp_path / "chapter.ipynb")
+    assert retranslated.cells[1].outputs[0].text == "1\n" and retranslated.cells[0].source == "New text"
+    recoded = notebook("Old text", "print(2)")
+    editions.keep_outputs(recoded, tmp_path / "chapter.ipynb")
+    assert recoded.cells[1].outputs == []

@@ -220,12 +220,39 @@ def reader_notebook(nb: nbformat.NotebookNode, prefix: str, language: str = "en"
     return nb
 
 
+def keep_outputs(fresh: nbformat.NotebookNode, previous: Path) -> None:
+    """Give ``fresh`` the outputs (and the slide layout and widget state, which follow them) of the notebook at
+    ``previous`` when it has the same cells with the same code.
+
+    A change to the text alone (a fixed sentence, a better translation) then leaves a notebook that is still
+    executed and valid, so it needs no new run; any change to the code leaves the outputs cleared.
+    """
+    if not previous.exists():
+        return
+    previous_nb = nbformat.read(previous, as_version=4)
+    old = previous_nb.cells
+    same = len(old) == len(fresh.cells) and all(
+        before.cell_type == after.cell_type and (before.cell_type != "code" or before.source == after.source)
+        for before, after in zip(old, fresh.cells, strict=False))
+    if not same:
+        return
+    for before, after in zip(old, fresh.cells, strict=True):
+        if after.cell_type == "code":
+            after.outputs, after.execution_count = before.outputs, before.execution_count
+        if "slideshow" in before.metadata:
+            after.metadata["slideshow"] = before.metadata["slideshow"]
+    fresh.metadata.pop("widgets", None)  # the widgets' state belongs to the outputs it was saved with
+    if "widgets" in previous_nb.metadata:
+        fresh.metadata["widgets"] = previous_nb.metadata["widgets"]
+
+
 def write_reader_edition(notebooks: list[Path], target: Path = READER, language: str = "en") -> list[Path]:
-    """Write the reader edition of each notebook into ``target``; returns the paths written."""
+    """Write the reader edition of each notebook into ``target`` (see :func:`keep_outputs`); returns the paths."""
     target.mkdir(parents=True, exist_ok=True)
     written = []
     for path in notebooks:
         nb = reader_notebook(nbformat.read(path, as_version=4), chapter_prefix(path), language)
+        keep_outputs(nb, target / path.name)
         nbformat.write(nb, target / path.name)
         written.append(target / path.name)
     return written

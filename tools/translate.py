@@ -39,6 +39,8 @@ from pathlib import Path
 import nbformat
 import polib
 
+from tools.editions import keep_outputs
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "notebooks"
 CATALOGUES = ROOT / "translations"
@@ -171,7 +173,9 @@ def build(language: str) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for notebook in sorted(SOURCE.glob("[0-9][0-9]_*.ipynb")):
-        nbformat.write(translate_notebook(notebook, language), folder / notebook.name)
+        translated = translate_notebook(notebook, language)
+        keep_outputs(translated, folder / notebook.name)  # a better translation alone needs no new run
+        nbformat.write(translated, folder / notebook.name)
         written.append(folder / notebook.name)
     return written
 
@@ -276,7 +280,7 @@ def main(argv: list[str]) -> int:
         return 2
     if argv[0] == "build":
         for path in build(language):
-            print(f"{path.relative_to(ROOT)} written (outputs cleared: execute it, e.g. make zh)")
+            print(f"{path.relative_to(ROOT)} written (outputs kept where no code changed; make zh executes it)")
         return 0
     if argv[0] == "update-lib":
         catalogue = update_library_catalogue(language)
