@@ -220,9 +220,10 @@ def reader_notebook(nb: nbformat.NotebookNode, prefix: str, language: str = "en"
     return nb
 
 
-def keep_outputs(fresh: nbformat.NotebookNode, previous: Path) -> None:
-    """Give ``fresh`` the outputs (and the slide layout and widget state, which follow them) of the notebook at
-    ``previous`` when it has the same cells with the same code.
+def keep_outputs(fresh: nbformat.NotebookNode, previous: Path, keep_slides: bool = False) -> None:
+    """Give ``fresh`` the outputs (and the widget state, which follows them) of the notebook at ``previous`` when
+    it has the same cells with the same code; with ``keep_slides``, also the slide layout that tools/lecture
+    computed from those outputs (the reader edition takes its layout from the instructor notebook instead).
 
     A change to the text alone (a fixed sentence, a better translation) then leaves a notebook that is still
     executed and valid, so it needs no new run; any change to the code leaves the outputs cleared.
@@ -239,7 +240,7 @@ def keep_outputs(fresh: nbformat.NotebookNode, previous: Path) -> None:
     for before, after in zip(old, fresh.cells, strict=True):
         if after.cell_type == "code":
             after.outputs, after.execution_count = before.outputs, before.execution_count
-        if "slideshow" in before.metadata:
+        if keep_slides and "slideshow" in before.metadata:
             after.metadata["slideshow"] = before.metadata["slideshow"]
     fresh.metadata.pop("widgets", None)  # the widgets' state belongs to the outputs it was saved with
     if "widgets" in previous_nb.metadata:

@@ -174,7 +174,7 @@ def build(language: str) -> list[Path]:
     written = []
     for notebook in sorted(SOURCE.glob("[0-9][0-9]_*.ipynb")):
         translated = translate_notebook(notebook, language)
-        keep_outputs(translated, folder / notebook.name)  # a better translation alone needs no new run
+        keep_outputs(translated, folder / notebook.name, keep_slides=True)  # a better translation needs no new run
         nbformat.write(translated, folder / notebook.name)
         written.append(folder / notebook.name)
     return written
