@@ -291,3 +291,14 @@ def test_command_line_sets_metadata(tmp_path, capsys):
     assert "1 of 1 notebooks changed" in capsys.readouterr().out
     assert main(["slides", "--assets", str(tmp_path / "none"), "--out", str(tmp_path / "out"), str(path)]) == 1
     assert "make slides" in capsys.readouterr().err
+
+
+def test_the_chinese_edition_gets_chinese_pages_and_a_chinese_index():
+    english = new_notebook(cells=[new_markdown_cell("# 03 · Splitting heads"), new_code_cell("x = 1")])
+    chinese = new_notebook(cells=[new_markdown_cell("# 03 · 拆分注意力头"), new_code_cell(
+        'import mha_lib\n\nmha_lib.set_language("zh_CN")', metadata={"tags": ["language"]})])
+    assert lecture.notebook_language(english) == "en" and lecture.notebook_language(chinese) == "zh-CN"
+    page = lecture.render_page(chinese, "03_splitting_heads")
+    assert '<html lang="zh-CN">' in page and "<title>03 · 拆分注意力头</title>" in page
+    heading, intro = lecture.INDEX_TEXT["zh-CN"][1]
+    assert '<html lang="zh-CN">' in lecture.render_index([("03 · 拆分注意力头", "03.html")], heading, intro, "zh-CN")

@@ -238,14 +238,25 @@ def render_slides(nb: nbformat.NotebookNode, name: str) -> str:
     if not has_slide_metadata(nb):
         nb = copy.deepcopy(nb)
         apply_slide_metadata(nb)
-    body, _ = slides_exporter().from_notebook_node(nb, resources={"metadata": {"name": name}})
-    return body
+    body, _ = slides_exporter().from_notebook_node(nb, resources={"metadata": {"name": chapter_title(nb, name)}})
+    return _with_language(body, nb)
 
 
 def render_page(nb: nbformat.NotebookNode, name: str) -> str:
     """One chapter as a static HTML page (images embedded) that loads MathJax from ``_static/``."""
-    body, _ = html_exporter().from_notebook_node(nb, resources={"metadata": {"name": name}})
-    return body
+    body, _ = html_exporter().from_notebook_node(nb, resources={"metadata": {"name": chapter_title(nb, name)}})
+    return _with_language(body, nb)
+
+
+def notebook_language(nb: nbformat.NotebookNode) -> str:
+    """The page language of a chapter: "zh-CN" for the Chinese edition (its cell tagged ``language``), else "en"."""
+    switch = [cell for cell in nb.cells if "language" in cell.get("metadata", {}).get("tags", [])]
+    return "zh-CN" if switch and 'set_language("zh_CN")' in switch[0].source else "en"
+
+
+def _with_language(page: str, nb: nbformat.NotebookNode) -> str:
+    """Tell the browser the page's language (fonts, hyphenation, screen readers); the templates say "en"."""
+    return page.replace('<html lang="en">', f'<html lang="{notebook_language(nb)}">', 1)
 
 
 # --- assets ----------------------------------------------------------------------------------------------
@@ -331,7 +342,7 @@ def chapter_title(nb: nbformat.NotebookNode, fallback: str) -> str:
 
 
 INDEX_PAGE = """<!DOCTYPE html>
-<html lang="en">
+<html lang="{language}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
@@ -354,10 +365,21 @@ a {{ text-decoration: none; }}
 """
 
 
-def render_index(entries: Sequence[tuple[str, str]], heading: str, intro: str) -> str:
+# The index pages' heading and introduction in each page language: (slides, html)
+INDEX_TEXT = {
+    "en": (("Multi-head attention: lecture slides",
+            "One slide deck per chapter. Arrow keys move, Esc shows the overview, F is full screen."),
+           ("Multi-head attention: the chapters",
+            "The notebooks as static pages, in reading order. Open them in JupyterLab to run the code.")),
+    "zh-CN": (("多头注意力：课堂幻灯片", "每章一套幻灯片。方向键翻页，Esc 显示总览，F 全屏。"),
+              ("多头注意力：各章", "按阅读顺序排列的各章静态页面。要运行其中的代码，请在 JupyterLab 中打开笔记本。")),
+}
+
+
+def render_index(entries: Sequence[tuple[str, str]], heading: str, intro: str, language: str = "en") -> str:
     """An index page linking ``(title, href)`` entries in the given order (chapter 00 first)."""
     items = "\n".join(f'<li><a href="{html.escape(href)}">{html.escape(title)}</a></li>' for title, href in entries)
-    return INDEX_PAGE.format(heading=html.escape(heading), intro=html.escape(intro), items=items)
+    return INDEX_PAGE.format(heading=html.escape(heading), intro=html.escape(intro), items=items, language=language)
 
 
 def build(kind: str, notebooks: Sequence[Path], out_dir: Path, vendor: Path | None) -> list[Path]:
@@ -374,23 +396,20 @@ def build(kind: str, notebooks: Sequence[Path], out_dir: Path, vendor: Path | No
         Assets.find(vendor).copy_to(out_dir, reveal=kind == "slides")
     suffix = ".slides.html" if kind == "slides" else ".html"
     render = render_slides if kind == "slides" else render_page
-    entries, written, problems = [], [], []
+    entries, written, problems, languages = [], [], [], set()
     for path in sorted(Path(p) for p in notebooks):
         nb = nbformat.read(path, as_version=4)
+        languages.add(notebook_language(nb))
         page = render(nb, path.stem)
         target = out_dir / f"{path.stem}{suffix}"
         target.write_text(page, encoding="utf-8")
         written.append(target)
         entries.append((chapter_title(nb, path.stem), target.name))
         problems += [f"{target.name}: {p}" for p in offline_problems(page, out_dir if vendor else None)]
-    if kind == "slides":
-        heading = "Multi-head attention: lecture slides"
-        intro = "One slide deck per chapter. Arrow keys move, Esc shows the overview, F is full screen."
-    else:
-        heading = "Multi-head attention: the chapters"
-        intro = "The notebooks as static pages, in reading order. Open them in JupyterLab to run the code."
+    language = languages.pop() if len(languages) == 1 else "en"
+    heading, intro = INDEX_TEXT[language][kind == "html"]
     index = out_dir / "index.html"
-    index.write_text(render_index(entries, heading, intro), encoding="utf-8")
+    index.write_text(render_index(entries, heading, intro, language), encoding="utf-8")
     written.append(index)
     if problems:
         raise RuntimeError("pages that would not work offline:\n" + "\n".join(problems))
