@@ -46,7 +46,9 @@ def set_language(code: str) -> None:
     (``$...$``) is laid out by mathtext, which takes its plain characters from the first family alone.
     """
     global _language, _translations
-    if not isinstance(code, str) or code not in _ALIASES:
+    if not isinstance(code, str):
+        raise TypeError(f"set_language: code must be a string such as 'zh_CN', got {code!r} (a {type(code).__name__})")
+    if code not in _ALIASES:
         raise ValueError(f"set_language: code must be one of {', '.join(repr(c) for c in _ALIASES)}; "
                          f"got {code!r}")
     language = _ALIASES[code]

@@ -51,7 +51,7 @@ def test_set_language_refuses_other_codes_naming_the_argument_the_allowed_values
 
 
 def test_set_language_refuses_a_non_string():
-    with pytest.raises(ValueError, match="got 1"):
+    with pytest.raises(TypeError, match=r"code must be a string .* got 1 \(a int\)"):
         set_language(1)
 
 
