@@ -90,36 +90,41 @@ def chapter_blocks(notebook: Path) -> list[tuple[str, str]]:
     return found
 
 
-def update_catalogue(notebook: Path, path: Path, language: str) -> polib.POFile:
-    """Write ``path`` for ``notebook``: the same translations where the English is unchanged, drafts where not."""
+def merge_catalogue(path: Path, messages: list[tuple[str, list[tuple[str, str]]]],
+                    metadata: dict[str, str]) -> polib.POFile:
+    """Write ``path`` with ``messages`` (English text, where it occurs), as gettext's msgmerge does.
+
+    A message whose English is unchanged keeps its translation; a new or changed one starts from the
+    translation of the most similar old message, if any, marked ``fuzzy`` with that message as ``previous_msgid``.
+    """
     old = polib.pofile(str(path)) if path.exists() else polib.POFile()
     done = {entry.msgid: entry for entry in old if not entry.obsolete and entry.msgstr}
     catalogue = polib.POFile(wrapwidth=0)
-    catalogue.metadata = {
-        "Project-Id-Version": "mha-notebooks",
-        "Language": language,
-        "MIME-Version": "1.0",
-        "Content-Type": "text/plain; charset=UTF-8",
-        "Content-Transfer-Encoding": "8bit",
-    }
-    for where, block in chapter_blocks(notebook):
-        known = catalogue.find(block)
+    catalogue.metadata = {"MIME-Version": "1.0", "Content-Type": "text/plain; charset=UTF-8",
+                          "Content-Transfer-Encoding": "8bit", **metadata}
+    for message, occurrences in messages:
+        known = catalogue.find(message)
         if known is not None:
-            known.occurrences.append((where, ""))
+            known.occurrences += occurrences
             continue
-        entry = polib.POEntry(msgid=block, occurrences=[(where, "")])
-        if block in done:
-            entry.msgstr, entry.flags = done[block].msgstr, list(done[block].flags)
-            entry.previous_msgid = done[block].previous_msgid
-            entry.tcomment = done[block].tcomment
-        else:  # a new or changed block: start from the translation of the most similar old block, if any
-            close = difflib.get_close_matches(block, list(done), n=1, cutoff=0.6)
+        entry = polib.POEntry(msgid=message, occurrences=list(occurrences))
+        if message in done:
+            entry.msgstr, entry.flags = done[message].msgstr, list(done[message].flags)
+            entry.previous_msgid, entry.tcomment = done[message].previous_msgid, done[message].tcomment
+        else:
+            close = difflib.get_close_matches(message, list(done), n=1, cutoff=0.6)
             if close:
                 entry.msgstr, entry.flags, entry.previous_msgid = done[close[0]].msgstr, ["fuzzy"], close[0]
         catalogue.append(entry)
     path.parent.mkdir(parents=True, exist_ok=True)
     catalogue.save(str(path))
     return catalogue
+
+
+def update_catalogue(notebook: Path, path: Path, language: str) -> polib.POFile:
+    """Write ``path`` for ``notebook``: the same translations where the English is unchanged, drafts where not."""
+    blocks = [(block, [(where, "")]) for where, block in chapter_blocks(notebook)]
+    return merge_catalogue(path, blocks, {"Project-Id-Version": "mha-notebooks", "Language": language})
 
 
 def problems(catalogue: polib.POFile) -> list[str]:
@@ -199,8 +204,8 @@ def library_messages(package: Path = LIBRARY) -> dict[str, list[tuple[str, str]]
     return found
 
 
-def library_catalogue_path(language: str) -> Path:
-    return LIBRARY / "locale" / language / "LC_MESSAGES" / "mha_lib.po"
+def library_catalogue_path(language: str, package: Path = LIBRARY) -> Path:
+    return package / "locale" / language / "LC_MESSAGES" / "mha_lib.po"
 
 
 def placeholders(message: str) -> list[str]:
@@ -210,31 +215,10 @@ def placeholders(message: str) -> list[str]:
 
 def update_library_catalogue(language: str, package: Path = LIBRARY) -> polib.POFile:
     """Merge the package's marked messages into its PO catalogue and compile the ``.mo`` beside it."""
-    path = library_catalogue_path(language) if package == LIBRARY else \
-        package / "locale" / language / "LC_MESSAGES" / "mha_lib.po"
-    old = polib.pofile(str(path)) if path.exists() else polib.POFile()
-    done = {entry.msgid: entry for entry in old if not entry.obsolete and entry.msgstr}
-    catalogue = polib.POFile(wrapwidth=0)
-    catalogue.metadata = {
-        "Project-Id-Version": "mha_lib",
-        "Language": language,
-        "MIME-Version": "1.0",
-        "Content-Type": "text/plain; charset=UTF-8",
-        "Content-Transfer-Encoding": "8bit",
-        "Plural-Forms": "nplurals=1; plural=0;",
-    }
-    for message, occurrences in library_messages(package).items():
-        entry = polib.POEntry(msgid=message, occurrences=occurrences)
-        if message in done:
-            entry.msgstr, entry.flags = done[message].msgstr, list(done[message].flags)
-            entry.previous_msgid, entry.tcomment = done[message].previous_msgid, done[message].tcomment
-        else:  # a new or changed message: a draft from the most similar old one, marked fuzzy
-            close = difflib.get_close_matches(message, list(done), n=1, cutoff=0.6)
-            if close:
-                entry.msgstr, entry.flags, entry.previous_msgid = done[close[0]].msgstr, ["fuzzy"], close[0]
-        catalogue.append(entry)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    catalogue.save(str(path))
+    path = library_catalogue_path(language, package)
+    catalogue = merge_catalogue(path, list(library_messages(package).items()),
+                                {"Project-Id-Version": "mha_lib", "Language": language,
+                                 "Plural-Forms": "nplurals=1; plural=0;"})
     catalogue.save_as_mofile(str(path.with_suffix(".mo")))
     return catalogue
 
@@ -250,8 +234,7 @@ def compiled(catalogue: polib.POFile) -> bytes:
 def library_problems(language: str, package: Path = LIBRARY) -> list[str]:
     """Why mha_lib's catalogue is not ready: a marked message missing, untranslated, fuzzy, placeholders that
     differ, or a ``.mo`` that is not the compiled ``.po``."""
-    path = library_catalogue_path(language) if package == LIBRARY else \
-        package / "locale" / language / "LC_MESSAGES" / "mha_lib.po"
+    path = library_catalogue_path(language, package)
     if not path.exists():
         return [f"{path.name}: missing (run: python -m tools.translate update-lib {language})"]
     catalogue = polib.pofile(str(path))

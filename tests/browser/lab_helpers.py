@@ -93,17 +93,29 @@ def menu_command(page: Page, menu: str, command: str) -> None:
     expect(page.locator(".lm-Menu")).to_have_count(0)  # the menu closed: the command ran
 
 
-def run_all_cells(page: Page, panel: Locator, notebook: Path) -> None:
-    """Clear the stored outputs, Run > Run All Cells, and wait until every code cell has run, in order."""
+# The menu commands run_all_cells clicks, as JupyterLab labels them in English and with its Chinese language pack
+MENUS = {
+    "en": {"Edit": "Edit", "Clear Outputs of All Cells": "Clear Outputs of All Cells", "Run": "Run",
+           "Run All Cells": "Run All Cells"},
+    "zh_CN": {"Edit": "编辑", "Clear Outputs of All Cells": "清除所有单元格的输出", "Run": "运行",
+              "Run All Cells": "运行所有单元格"},
+}
+
+
+def run_all_cells(page: Page, panel: Locator, notebook: Path, language: str = "en") -> None:
+    """Clear the stored outputs, Run > Run All Cells, and wait until every code cell has run, in order.
+
+    ``language`` is the language of JupyterLab's menus (``MENUS``)."""
+    menu = MENUS[language]
     code_cells = sum(cell.cell_type == "code" for cell in nbformat.read(notebook, as_version=4).cells)
     prompts = panel.locator(".jp-CodeCell .jp-InputArea-prompt")
     expect(prompts).to_have_count(code_cells)  # every cell is in the page: no virtual scrolling
     panel.locator(".jp-Cell").first.click()  # the notebook has the focus, so its commands are enabled
     # The file stores outputs and prompt numbers of its own: clear them, so what the test reads next comes
     # from this kernel.
-    menu_command(page, "Edit", "Clear Outputs of All Cells")
+    menu_command(page, menu["Edit"], menu["Clear Outputs of All Cells"])
     expect(panel.locator(".jp-OutputArea-output")).to_have_count(0)
-    menu_command(page, "Run", "Run All Cells")
+    menu_command(page, menu["Run"], menu["Run All Cells"])
     page.wait_for_function(
         """(panel) => {
             const prompts = [...panel.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
@@ -248,3 +260,40 @@ def panel_cells(panel: dict, num_queries: int, num_kvpairs: int) -> np.ndarray:
     rows = ((np.arange(num_queries) + 0.5) * height / num_queries).astype(int)
     columns = ((np.arange(num_kvpairs) + 0.5) * width / num_kvpairs).astype(int)
     return pixels[rows][:, columns]
+
+
+# What the first exercise of a reader chapter shows in each language: the verdicts and the collapsed solution's summary
+EXERCISE_TEXT = {
+    "en": {"not yet": "❌ Not yet", "correct": "✅ Correct", "summary": "Show a solution"},
+    "zh_CN": {"not yet": "❌ 还不对", "correct": "✅ 正确", "summary": "显示参考答案"},
+}
+
+
+def answer_the_first_exercise(page: Page, panel: Locator, notebook: Path, screenshots: Path, prefix: str,
+                              language: str = "en") -> None:
+    """The checker says "Not yet" and the solution is collapsed; the reader types the answer, re-runs, sees ✅.
+
+    The answer typed is that of chapter 03's first exercise; screenshots are named ``{prefix}-3-...png``."""
+    text = EXERCISE_TEXT[language]
+    cells = nbformat.read(notebook, as_version=4).cells
+    index = next(i for i, cell in enumerate(cells) if "solution" in cell.metadata.get("tags", []))
+    assert cells[index].source.endswith("answer = ...") and cells[index + 2].cell_type == "markdown"
+    answer, checker, shown = (panel.locator(".jp-Cell").nth(index + offset) for offset in range(3))
+    expect(checker.locator(STDOUT)).to_contain_text(text["not yet"])
+    # The solution is one click away, not in view: JupyterLab's sanitizer keeps <details> and <summary>.
+    expect(shown.locator("summary")).to_have_text(text["summary"])
+    expect(shown.locator("pre")).to_be_hidden()
+    screenshot(checker, screenshots / f"{prefix}-3-exercise-not-yet.png")
+
+    answer.locator(".cm-content").click()
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.insert_text("answer = ((9, 2, 2), 7)")  # as typed, without the editor's automatic brackets
+    page.keyboard.press("Shift+Enter")  # runs the answer cell and selects the checker cell
+    page.keyboard.press("Shift+Enter")  # runs the checker
+    expect(checker.locator(STDOUT)).to_contain_text(text["correct"])
+    screenshot(checker, screenshots / f"{prefix}-4-exercise-correct.png")
+
+    shown.locator("summary").click()
+    expect(shown.locator("pre")).to_be_visible()
+    expect(shown.locator("pre")).to_contain_text("answer = ((9, 2, 2), 7)")
+    screenshot(shown, screenshots / f"{prefix}-5-solution-shown.png")

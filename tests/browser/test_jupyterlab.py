@@ -27,8 +27,8 @@ import numpy as np
 import psutil
 import pytest
 from lab_helpers import (
-    STDOUT,
     LabServer,
+    answer_the_first_exercise,
     broken_images,
     control,
     error_texts,
@@ -106,33 +106,7 @@ def test_chapter_03_shows_the_10_to_27_trace_as_stored(lab_server: LabServer, br
         screenshot(output.locator("xpath=ancestor::*[contains(@class, 'jp-CodeCell')]"),
                    screenshots / "03-1-flatten-10-to-27.png")
         screenshot(panel.locator(".jp-OutputArea-output img").first, screenshots / "03-2-figure.png")
-        answer_the_first_exercise(page, panel, lab_server.root / SPLITTING_HEADS, screenshots)
-
-
-def answer_the_first_exercise(page: Page, panel: Locator, notebook: Path, screenshots: Path) -> None:
-    """The checker says "Not yet" and the solution is collapsed; the reader types the answer, re-runs, sees ✅."""
-    cells = nbformat.read(notebook, as_version=4).cells
-    index = next(i for i, cell in enumerate(cells) if "solution" in cell.metadata.get("tags", []))
-    assert cells[index].source.endswith("answer = ...") and cells[index + 2].cell_type == "markdown"
-    answer, checker, shown = (panel.locator(".jp-Cell").nth(index + offset) for offset in range(3))
-    expect(checker.locator(STDOUT)).to_contain_text("❌ Not yet")
-    # The solution is one click away, not in view: JupyterLab's sanitizer keeps <details> and <summary>.
-    expect(shown.locator("summary")).to_have_text("Show a solution")
-    expect(shown.locator("pre")).to_be_hidden()
-    screenshot(checker, screenshots / "03-3-exercise-not-yet.png")
-
-    answer.locator(".cm-content").click()
-    page.keyboard.press("ControlOrMeta+a")
-    page.keyboard.insert_text("answer = ((9, 2, 2), 7)")  # as typed, without the editor's automatic brackets
-    page.keyboard.press("Shift+Enter")  # runs the answer cell and selects the checker cell
-    page.keyboard.press("Shift+Enter")  # runs the checker
-    expect(checker.locator(STDOUT)).to_contain_text("✅ Correct")
-    screenshot(checker, screenshots / "03-4-exercise-correct.png")
-
-    shown.locator("summary").click()
-    expect(shown.locator("pre")).to_be_visible()
-    expect(shown.locator("pre")).to_contain_text("answer = ((9, 2, 2), 7)")
-    screenshot(shown, screenshots / "03-5-solution-shown.png")
+        answer_the_first_exercise(page, panel, lab_server.root / SPLITTING_HEADS, screenshots, "03")
 
 
 def test_chapter_11_runs_flex_attention_in_the_browser_as_stored(lab_server: LabServer, browser: Browser,

@@ -11,11 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
-from lab_helpers import STDOUT, LabServer, error_texts, open_notebook, reader_page, screenshot
-from playwright.sync_api import Browser, Locator, Page, expect
+from lab_helpers import (
+    LabServer,
+    answer_the_first_exercise,
+    error_texts,
+    open_notebook,
+    reader_page,
+    run_all_cells,
+    screenshot,
+)
+from playwright.sync_api import Browser, expect
 
 SPLITTING_HEADS = "03_splitting_heads.ipynb"
-RUN_ALL_TIMEOUT_MS = 240_000
 
 # Two different characters are drawn as two different pictures only when a font has glyphs for them; without
 # one, both become the same empty box. The bitmaps are compared in the page's own font.
@@ -35,19 +42,6 @@ GLYPHS_DIFFER = """(element) => {
 }"""
 
 
-def run_all_cells(page: Page, panel: Locator, notebook: Path) -> None:
-    """Run every cell through JupyterLab's own command (the menus speak Chinese), and wait until all have run."""
-    code_cells = sum(cell.cell_type == "code" for cell in nbformat.read(notebook, as_version=4).cells)
-    expect(panel.locator(".jp-CodeCell .jp-InputArea-prompt")).to_have_count(code_cells)
-    panel.locator(".jp-Cell").first.click()
-    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    page.wait_for_function(
-        """(panel) => [...panel.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
-            .every((prompt) => /^\\[\\d+\\]:$/.test(prompt.textContent.trim()))""",
-        arg=panel.element_handle(), timeout=RUN_ALL_TIMEOUT_MS, polling=500)
-    expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute("data-status", "idle")
-
-
 def test_chapter_03_reads_and_checks_in_chinese(lab_server_zh: LabServer, browser: Browser, screenshots: Path):
     notebook = lab_server_zh.root / SPLITTING_HEADS
     cells = nbformat.read(notebook, as_version=4).cells
@@ -61,19 +55,6 @@ def test_chapter_03_reads_and_checks_in_chinese(lab_server_zh: LabServer, browse
         assert heading.evaluate(GLYPHS_DIFFER), "Chinese characters are drawn as boxes: no CJK font (fonts-noto-cjk)"
         screenshot(panel.locator(".jp-Cell").first, screenshots / "zh-03-1-title.png")
 
-        run_all_cells(page, panel, notebook)
+        run_all_cells(page, panel, notebook, language="zh_CN")  # through the Chinese menus, as a reader
         assert error_texts(panel) == []
-        index = next(i for i, cell in enumerate(cells) if "solution" in cell.metadata.get("tags", []))
-        checker = panel.locator(".jp-Cell").nth(index + 1)
-        expect(checker.locator(STDOUT)).to_contain_text("❌ 还不对")
-        expect(panel.locator(".jp-Cell").nth(index + 2).locator("summary")).to_have_text("显示参考答案")
-        screenshot(checker, screenshots / "zh-03-2-exercise-not-yet.png")
-
-        answer = panel.locator(".jp-Cell").nth(index)
-        answer.locator(".cm-content").click()
-        page.keyboard.press("ControlOrMeta+a")
-        page.keyboard.insert_text("answer = ((9, 2, 2), 7)")
-        page.keyboard.press("Shift+Enter")
-        page.keyboard.press("Shift+Enter")
-        expect(checker.locator(STDOUT)).to_contain_text("✅ 正确")
-        screenshot(checker, screenshots / "zh-03-3-exercise-correct.png")
+        answer_the_first_exercise(page, panel, notebook, screenshots, "zh-03", language="zh_CN")
