@@ -377,3 +377,14 @@ def test_length_figure_draws_the_exact_score_memory(tiny_result):
     assert len(_labels(time_ax)) == 4  # explicit and sdpa, live and recorded
     with pytest.raises(ValueError, match="no run to draw"):
         plot_length_sweep([], [])
+
+
+def test_machine_summary_names_the_cpu_its_caches_and_threads():
+    from mha_lib._bench.timing import cpu_caches, device_name, machine_summary
+
+    line = machine_summary(1)
+    assert line.startswith(device_name("cpu"))
+    assert line.endswith("1 thread")
+    assert machine_summary(3).endswith("3 threads")
+    for name, size in cpu_caches().items():
+        assert (f"{name} {size}" in line) != name.endswith("i")  # data and unified caches, never instruction

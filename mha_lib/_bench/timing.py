@@ -18,8 +18,8 @@ from torch.utils import benchmark
 from .._validation import require_positive_int
 from ..utils import cpu_threads
 
-__all__ = ["available_devices", "device_name", "median_time", "paired_speedups", "paired_times", "resolve_threads",
-           "synchronize", "thread_speedups"]
+__all__ = ["available_devices", "cpu_caches", "device_name", "machine_summary", "median_time", "paired_speedups",
+           "paired_times", "resolve_threads", "synchronize", "thread_speedups"]
 
 
 def available_devices() -> list[torch.device]:
@@ -48,6 +48,38 @@ def device_name(device: torch.device | str) -> str:
             pass
         return platform.processor() or platform.machine() or "unknown CPU"
     raise ValueError(f"device must be a cpu, cuda or mps device, got {device}")
+
+
+def cpu_caches() -> dict[str, str]:
+    """The CPU's cache sizes as Linux reports them for CPU 0, e.g. ``{"L1d": "48K", "L2": "2048K", "L3": "105M"}``.
+
+    Read from ``/sys/devices/system/cpu/cpu0/cache``; empty where that folder does not exist (macOS, Windows).
+    A timing claim about caches is only as good as the sizes it was measured with, so every recorded result
+    and every live timing header carries them.
+    """
+    caches: dict[str, str] = {}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        name = f"L{level}" + {"Data": "d", "Instruction": "i"}.get(kind, "")
+        caches[name] = size
+    return caches
+
+
+def machine_summary(num_threads: int | None = None) -> str:
+    """One line for a timing's header: CPU model, its caches (no instruction cache) and the thread count.
+
+    ``num_threads`` defaults to the threads PyTorch uses now, e.g.
+    "Intel(R) Xeon(R) Processor, L1d 48K, L2 2048K, L3 491520K, 1 thread".
+    """
+    threads = resolve_threads(num_threads)
+    caches = ", ".join(f"{name} {size}" for name, size in cpu_caches().items() if not name.endswith("i"))
+    parts = [device_name("cpu"), caches, "1 thread" if threads == 1 else f"{threads} threads"]
+    return ", ".join(part for part in parts if part)
 
 
 def synchronize(device: torch.device | str) -> None:
