@@ -44,7 +44,7 @@ define pip_install
 endef
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-notebooks lint outputs editions bench bench-batching clean lock
+.PHONY: help setup lab test test-unit test-notebooks test-portable lint outputs editions bench bench-batching clean lock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -73,13 +73,22 @@ lab: $(STAMP) ## open JupyterLab at chapter 00 of the reader edition on 127.0.0.
 	$(BIN)/jupyter lab --notebook-dir=chapters --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) $(ALLOW_ROOT) \
 		--LabApp.default_url=/lab/tree/00_start_here.ipynb --LabApp.app_settings_dir=.jupyter/lab/settings
 
-test: test-unit test-notebooks ## run the unit tests, then execute every notebook of both editions with nbval (strict)
+test: test-unit test-notebooks test-portable ## the unit tests, every notebook of every edition (nbval, strict), then again on plain kernels
 
+# The unit tests run on every core (pytest-xdist): they are independent of each other and of their order.
 test-unit: $(STAMP) ## the unit tests only
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest -n auto tests
 
 test-notebooks: $(STAMP) ## execute every notebook (both editions, English and Chinese) and compare each output with the stored one
 	$(BIN)/python -m pytest $(NBVAL) notebooks chapters zh-CN/notebooks zh-CN/chapters
+
+# Another CPU runs other kernels: PyTorch picks AVX-512, AVX2 or plain code at start-up and sums in another order, and
+# a laptop has another number of cores. The stored outputs must not depend on either, so the chapters run a second
+# time on PyTorch's plain kernels and one thread, against the same stored outputs. notebooks/ suffices: the other
+# three editions run the same code cells (tests/test_editions.py and tests/test_translations.py say so).
+PORTABLE := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+test-portable: $(STAMP) ## execute notebooks/ again on PyTorch's plain CPU kernels and one thread, against the same outputs
+	$(PORTABLE) $(BIN)/python -m pytest $(NBVAL) notebooks
 
 lint: $(STAMP) ## ruff on the library, tests, benchmarks and notebooks
 	$(BIN)/ruff check .

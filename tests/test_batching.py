@@ -6,6 +6,7 @@ import dataclasses
 import importlib.util
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -349,14 +350,12 @@ def test_loops_figure_draws_each_run_with_its_threads(tiny_result):
     assert list(y) == [t * 1e3 for t in one.batch_sweep.median_s["batched"]]
 
 
-def test_devices_figure_keeps_live_and_recorded_apart(tiny_result):
+def test_devices_figure_keeps_live_and_recorded_apart_and_draws_no_empty_panel(tiny_result):
     fig = plot_devices(tiny_result.runs, [tiny_result])
-    time_ax, speed_ax = fig.axes
+    (time_ax,) = fig.axes  # no GPU measured anywhere: no speed-up panel, rather than an empty one
     live, recorded = time_ax.get_lines()
     assert live.get_linestyle() == "-." and recorded.get_linestyle() == "--"  # the live run has 1 thread
     assert live.get_label().startswith("live: cpu") and recorded.get_label().startswith("recorded on ")
-    note = [t.get_text() for t in speed_ax.texts][0]
-    assert note.startswith("no GPU measurement") and 'ARGS="--device cuda"' in note
     assert fig.legends and time_ax.get_xscale() == "log"
 
 
@@ -368,11 +367,12 @@ def test_devices_figure_draws_a_speedup_when_a_gpu_run_is_present(tiny_result):
     assert not speed_ax.texts
 
 
-def test_length_figure_draws_the_exact_score_memory(tiny_result):
+def test_length_figure_draws_the_score_memory_as_a_formula(tiny_result):
     fig = plot_length_sweep(tiny_result.runs, [tiny_result])
     time_ax, memory_ax = fig.axes
     assert memory_ax.get_ylabel() == "memory (MiB)" and memory_ax.get_yscale() == "log"
-    exact = [line for line in memory_ax.get_lines() if line.get_label().startswith("one score tensor")]
+    assert "formula" in memory_ax.get_title() and "measured only on CUDA" in memory_ax.get_title()
+    exact = [line for line in memory_ax.get_lines() if line.get_label().startswith("one score tensor, formula")]
     assert list(exact[0].get_ydata()) == [1 * 2 * n * n * 4 / 2**20 for n in (4, 8)]
     assert len(_labels(time_ax)) == 4  # explicit and sdpa, live and recorded
     with pytest.raises(ValueError, match="no run to draw"):
@@ -388,3 +388,26 @@ def test_machine_summary_names_the_cpu_its_caches_and_threads():
     assert machine_summary(3).endswith("3 threads")
     for name, size in cpu_caches().items():
         assert (f"{name} {size}" in line) != name.endswith("i")  # data and unified caches, never instruction
+
+
+def test_paired_length_ratios_time_the_checked_calls_in_pairs():
+    from mha_lib._bench.sweeps import LengthSweep, length_calls, paired_length_ratios
+
+    sweep = LengthSweep(seq_lens=(8, 16), batch_size=1, num_hiddens=8, num_heads=2)
+    ratios = paired_length_ratios(sweep, repeats=7, number=1)
+    assert list(ratios) == [8, 16] and all(len(r) == 7 and min(r) > 0 for r in ratios.values())
+    calls = length_calls(sweep, 16)
+    assert calls["explicit"]().shape == (2, 16, 4) and calls["sdpa"]().shape == (1, 2, 16, 4)
+    with pytest.raises(ValueError):
+        paired_length_ratios(LengthSweep(seq_lens=(0,)))
+
+
+@pytest.mark.skipif(sys.platform not in ("linux", "darwin"), reason="the OS counts minor page faults")
+def test_page_faults_per_call_counts_fresh_pages_of_large_results():
+    from mha_lib._bench.timing import page_faults_per_call
+
+    small = page_faults_per_call(lambda: torch.ones(16))
+    large = page_faults_per_call(lambda: torch.ones(64 * 2**20 // 4))  # 64 MiB: fresh pages every call
+    assert small < 10 and large > 0.5 * 64 * 2**20 / 4096
+    with pytest.raises(ValueError):
+        page_faults_per_call(lambda: None, calls=0)

@@ -24,9 +24,10 @@ from ..chapters.batching import IMPLEMENTATIONS, attention_flops, peak_flops
 from ..functional import dot_product_attention, transpose_qkv
 from ..utils import cpu_threads
 from .records import BatchSweepRecord, DeviceRun, LengthSweepRecord
-from .timing import device_name, median_time, resolve_threads, synchronize
+from .timing import device_name, median_time, paired_speedups, resolve_threads, synchronize
 
-__all__ = ["BatchSweep", "LengthSweep", "measure_device", "random_qkv", "sweep_batch_sizes", "sweep_seq_lens"]
+__all__ = ["BatchSweep", "LengthSweep", "length_calls", "measure_device", "paired_length_ratios", "random_qkv",
+           "sweep_batch_sizes", "sweep_seq_lens"]
 
 
 @dataclass(frozen=True)
@@ -94,31 +95,59 @@ def sweep_seq_lens(device: torch.device | str, sweep: LengthSweep = LengthSweep(
     """
     device = torch.device(device)
     _check_sweep(sweep.seq_lens, "seq_lens", sweep.num_hiddens, sweep.num_heads)
-    b, h = sweep.batch_size, sweep.num_heads
     medians: dict[str, list[float]] = {"explicit": [], "sdpa": []}
     memory: dict[str, list[int]] | None = {"explicit": [], "sdpa": []} if device.type == "cuda" else None
     with torch.inference_mode(), cpu_threads(resolve_threads(num_threads)):
         for seq_len in sweep.seq_lens:
-            qkv = random_qkv(b, seq_len, sweep.num_hiddens, device, seed)
-            queries, keys, values = (transpose_qkv(X, h) for X in qkv)  # (b, n, h*d) -> (b*h, n, d)
-            as_4d = [X.reshape(b, h, seq_len, -1) for X in (queries, keys, values)]  # (b*h, n, d) -> (b, h, n, d)
-            calls: dict[str, Callable[[], Tensor]] = {
-                "explicit": lambda q=queries, k=keys, v=values: dot_product_attention(q, k, v)[0],
-                "sdpa": lambda qkv=as_4d: F.scaled_dot_product_attention(*qkv),
-            }
-            torch.testing.assert_close(calls["sdpa"]().reshape(b * h, seq_len, -1), calls["explicit"](),
-                                       rtol=1e-4, atol=1e-5)
-            for name, call in calls.items():
+            for name, call in length_calls(sweep, seq_len, device, seed).items():
                 medians[name].append(median_time(call, device, min_run_time, num_threads))
                 if memory is not None:
                     memory[name].append(_peak_extra_memory(call, device))
     return LengthSweepRecord(
-        seq_lens=list(sweep.seq_lens), batch_size=b, num_hiddens=sweep.num_hiddens, num_heads=h,
-        flops=[attention_flops(b, n, n, sweep.num_hiddens) for n in sweep.seq_lens],
-        score_bytes=[score_bytes(b, h, n, n) for n in sweep.seq_lens],
+        seq_lens=list(sweep.seq_lens), batch_size=sweep.batch_size, num_hiddens=sweep.num_hiddens,
+        num_heads=sweep.num_heads,
+        flops=[attention_flops(sweep.batch_size, n, n, sweep.num_hiddens) for n in sweep.seq_lens],
+        score_bytes=[score_bytes(sweep.batch_size, sweep.num_heads, n, n) for n in sweep.seq_lens],
         median_s=medians,
         peak_memory_bytes=memory,
     )
+
+
+def length_calls(sweep: LengthSweep, seq_len: int, device: torch.device | str = "cpu",
+                 seed: int = 0) -> dict[str, Callable[[], Tensor]]:
+    """The two calls the length sweep times at ``seq_len``, checked to agree first.
+
+    ``"explicit"``: ``dot_product_attention`` on ``(batch_size * num_heads, seq_len, head_dim)``, which stores the
+    scores and the weights; ``"sdpa"``: ``F.scaled_dot_product_attention`` on the same numbers as
+    ``(batch_size, num_heads, seq_len, head_dim)``, which never stores the whole score matrix.
+    """
+    b, h = sweep.batch_size, sweep.num_heads
+    qkv = random_qkv(b, seq_len, sweep.num_hiddens, device, seed)
+    queries, keys, values = (transpose_qkv(X, h) for X in qkv)  # (b, n, h*d) -> (b*h, n, d)
+    as_4d = [X.reshape(b, h, seq_len, -1) for X in (queries, keys, values)]  # (b*h, n, d) -> (b, h, n, d)
+    calls: dict[str, Callable[[], Tensor]] = {
+        "explicit": lambda: dot_product_attention(queries, keys, values)[0],
+        "sdpa": lambda: F.scaled_dot_product_attention(*as_4d),
+    }
+    with torch.inference_mode():
+        torch.testing.assert_close(calls["sdpa"]().reshape(b * h, seq_len, -1), calls["explicit"](),
+                                   rtol=1e-4, atol=1e-5)
+    return calls
+
+
+def paired_length_ratios(sweep: LengthSweep = LengthSweep(), repeats: int = 9, number: int = 3,
+                         num_threads: int | None = 1, seed: int = 0) -> dict[int, list[float]]:
+    """For every length of ``sweep``: ``repeats`` paired ratios time(explicit) / time(fused) on the CPU.
+
+    Each pair times the two calls back to back, alternating which goes first (:func:`paired_speedups`), so a
+    moment of load hits both sides of a ratio; above 1 where the fused kernel is faster. One thread by default.
+    """
+    _check_sweep(sweep.seq_lens, "seq_lens", sweep.num_hiddens, sweep.num_heads)
+    ratios = {}
+    for seq_len in sweep.seq_lens:
+        calls = length_calls(sweep, seq_len, "cpu", seed)
+        ratios[seq_len] = paired_speedups(calls["explicit"], calls["sdpa"], "cpu", repeats, number, num_threads)
+    return ratios
 
 
 def _peak_extra_memory(call: Callable[[], object], device: torch.device) -> int:

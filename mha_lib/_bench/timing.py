@@ -18,8 +18,8 @@ from torch.utils import benchmark
 from .._validation import require_positive_int
 from ..utils import cpu_threads
 
-__all__ = ["available_devices", "cpu_caches", "device_name", "machine_summary", "median_time", "paired_speedups",
-           "paired_times", "resolve_threads", "synchronize", "thread_speedups"]
+__all__ = ["available_devices", "cpu_caches", "device_name", "machine_summary", "median_time", "page_faults_per_call",
+           "paired_speedups", "paired_times", "resolve_threads", "synchronize", "thread_speedups"]
 
 
 def available_devices() -> list[torch.device]:
@@ -146,6 +146,28 @@ def thread_speedups(fn: Callable[[], object], num_threads: int, repeats: int = 9
     """
     calls = [(fn, 1), (fn, require_positive_int("num_threads", num_threads))]
     return _ratios(*_paired(calls, torch.device("cpu"), repeats, number))
+
+
+def page_faults_per_call(fn: Callable[[], object], calls: int = 10) -> float | None:
+    """Minor page faults per call of ``fn()`` on the CPU, after a warm-up; None where the OS does not count them.
+
+    A minor page fault is the operating system handing the process a fresh, zeroed 4 KiB page of memory. A call
+    whose large results do not fit in memory that the allocator keeps for reuse pays one per page it touches,
+    every call: a cost that grows with the bytes allocated, whatever the arithmetic. Counted with
+    ``resource.getrusage`` (Linux and macOS; Windows has no such count).
+    """
+    require_positive_int("calls", calls)
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    with torch.inference_mode():
+        for _ in range(3):  # warm-up: the allocator's reusable memory reaches its steady state
+            fn()
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(calls):
+            fn()
+        return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
 
 
 def _ratios(first: list[float], second: list[float]) -> list[float]:

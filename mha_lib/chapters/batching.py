@@ -299,21 +299,13 @@ def plot_loops_vs_batch(runs: Sequence[DeviceRun]) -> Figure:
 def plot_devices(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]) -> Figure:
     """The batched call on every device: live runs solid, recorded runs dashed with their provenance.
 
-    Right: for each run (live or one recorded file) that measured a GPU and the CPU of the same
-    machine, the GPU's speed-up over that CPU; a note where there is none.
+    Where a run (live or one recorded file) measured a GPU and the CPU of the same machine, a second panel
+    draws the GPU's speed-up over that CPU. Without any GPU measurement there is no second panel: an empty
+    one would only say what is missing, and the chapter's text says that.
     """
-    fig = Figure(figsize=(11, 5.2), layout="constrained")
-    time_ax, speed_ax = fig.subplots(1, 2)
     groups = [("live", None, list(live))] + [("recorded", result, result.runs) for result in recorded]
-    drawn = 0
+    comparisons = []  # (kind, result, gpu run, [(batch size, CPU time / GPU time)])
     for kind, result, runs in groups:
-        for run in runs:
-            sweep = run.batch_sweep
-            label = _live_label(run) if kind == "live" else _recorded_label(result, run)
-            style = _line_style(kind, run.device)
-            if kind == "live" and run.device == "cpu" and run.threads == 1:
-                style["linestyle"] = "-."  # the one-thread CPU run beside the all-threads one
-            time_ax.plot(sweep.batch_sizes, [t * 1e3 for t in sweep.median_s["batched"]], label=label, **style)
         cpu_runs = [run for run in runs if run.device == "cpu"]
         cpu = max(cpu_runs, key=lambda run: run.threads) if cpu_runs else None  # the CPU at its best
         for run in runs:
@@ -323,28 +315,34 @@ def plot_devices(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]) -> 
             cpu_times = zip(cpu.batch_sweep.batch_sizes, cpu.batch_sweep.median_s["batched"], strict=True)
             common = [(size, t / gpu[size]) for size, t in cpu_times if size in gpu]
             if common:
-                where = figure_text("live") if kind == "live" else figure_text("recorded {date}").format(
-                    date=result.date)
-                speed_ax.plot(*zip(*common, strict=True),
-                              label=figure_text("{name} vs its CPU ({where})").format(name=run.name, where=where),
-                              **_line_style(kind, run.device))
-                drawn += 1
+                comparisons.append((kind, result, run, common))
+    fig = Figure(figsize=(11, 5.2) if comparisons else (6.5, 5.2), layout="constrained")
+    axes = fig.subplots(1, 2 if comparisons else 1, squeeze=False)[0]
+    time_ax = axes[0]
+    for kind, result, runs in groups:
+        for run in runs:
+            label = _live_label(run) if kind == "live" else _recorded_label(result, run)
+            style = _line_style(kind, run.device)
+            if kind == "live" and run.device == "cpu" and run.threads == 1:
+                style["linestyle"] = "-."  # the one-thread CPU run beside the all-threads one
+            time_ax.plot(run.batch_sweep.batch_sizes, [t * 1e3 for t in run.batch_sweep.median_s["batched"]],
+                         label=label, **style)
     time_ax.set(xscale="log", yscale="log", xlabel=figure_text("batch size (samples)"),
                 ylabel=figure_text("median time per call (ms)"), title=figure_text("Batched attention on each device"))
-    speed_ax.set(xscale="log", yscale="log", xlabel=figure_text("batch size (samples)"),
-                 ylabel=figure_text("GPU speed-up over the CPU (×)"),
-                 title=figure_text("CPU time / GPU time, same machine"))
-    speed_ax.axhline(1.0, color="gray", linewidth=0.8, linestyle=":")
-    if drawn:
-        speed_ax.legend(fontsize="small")
-    else:
-        speed_ax.text(0.5, 0.5, figure_text("no GPU measurement, live or recorded:\nmake bench-batching "
-                                            "ARGS=\"--device cuda\"\non a machine with an NVIDIA GPU records one"),
-                      transform=speed_ax.transAxes, ha="center",
-                      va="center")
-        speed_ax.set_xlim(time_ax.get_xlim())
     time_ax.grid(True, alpha=0.3)
-    speed_ax.grid(True, alpha=0.3)
+    if comparisons:
+        speed_ax = axes[1]
+        for kind, result, run, common in comparisons:
+            where = figure_text("live") if kind == "live" else figure_text("recorded {date}").format(date=result.date)
+            speed_ax.plot(*zip(*common, strict=True),
+                          label=figure_text("{name} vs its CPU ({where})").format(name=run.name, where=where),
+                          **_line_style(kind, run.device))
+        speed_ax.set(xscale="log", yscale="log", xlabel=figure_text("batch size (samples)"),
+                     ylabel=figure_text("GPU speed-up over the CPU (×)"),
+                     title=figure_text("CPU time / GPU time, same machine"))
+        speed_ax.axhline(1.0, color="gray", linewidth=0.8, linestyle=":")
+        speed_ax.legend(fontsize="small")
+        speed_ax.grid(True, alpha=0.3)
     fig.legend(*time_ax.get_legend_handles_labels(), loc="outside lower center", fontsize="small", ncols=1)
     return fig
 
@@ -376,13 +374,15 @@ def plot_length_sweep(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]
     sizes = sorted({n for run in all_runs for n in run.length_sweep.seq_lens})
     first = all_runs[0].length_sweep
     exact = [score_bytes(first.batch_size, first.num_heads, n, n) / 2**20 for n in sizes]
+    formula = figure_text("one score tensor, formula (batch {batch_size}, {num_heads} heads, float32)")
     memory_ax.plot(sizes, exact, color="black", marker="x",
-                   label=figure_text("one score tensor, exact (batch {batch_size}, {num_heads} heads, float32)").format(
-                       batch_size=first.batch_size, num_heads=first.num_heads))
+                   label=formula.format(batch_size=first.batch_size, num_heads=first.num_heads))
     time_ax.set(xscale="log", yscale="log", xlabel=figure_text("sequence length n (tokens)"),
                 ylabel=figure_text("median time per call (ms)"), title=figure_text("Time grows with n"))
     memory_ax.set(xscale="log", yscale="log", xlabel=figure_text("sequence length n (tokens)"),
-                  ylabel=figure_text("memory (MiB)"), title=figure_text("Memory of the n × n scores"))
+                  ylabel=figure_text("memory (MiB)"),
+                  title=figure_text("Memory: formula; measured only on CUDA" if not any(
+                      run.length_sweep.peak_memory_bytes for run in all_runs) else "Memory: formula and CUDA peaks"))
     for ax in (time_ax, memory_ax):
         ax.grid(True, alpha=0.3)
     memory_ax.legend(fontsize="small")

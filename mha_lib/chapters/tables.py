@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from collections.abc import Sequence
 
 from ..i18n import N_, _
 
-__all__ = ["CHAPTER_HEADERS", "display_width", "format_table"]
+__all__ = ["CHAPTER_HEADERS", "display_width", "format_table", "tenth"]
 
 
 # The column headers that the chapters' code cells pass to format_table, marked for mha_lib's catalogue: a Chinese
@@ -50,6 +51,19 @@ def format_table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> st
              .rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
+
+
+def tenth(value: float) -> str:
+    """The tenth of [0, 1] that ``value`` lies in, e.g. ``tenth(0.244) == "0.2-0.3"`` (1.0 lies in "0.9-1.0").
+
+    For numbers that another CPU computes a little differently: a model that has not converged is sensitive to
+    rounding, and its statistics move in the third decimal between machines. Printed with two decimals, 0.244
+    and 0.246 read 0.24 and 0.25; both lie in the same tenth. Its edges, 0.2 and 0.3, are far from either.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"value must be a number in [0, 1], got {value!r}")
+    low = min(math.floor(value * 10), 9)
+    return f"{low / 10:.1f}-{(low + 1) / 10:.1f}"
 
 
 def display_width(text: str) -> int:

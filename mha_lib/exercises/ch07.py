@@ -21,6 +21,8 @@ def check_call_counts(answer: Any) -> None:
         (512, 8, 1): _("the loop over samples runs one call per sample (64); the heads of a sample go together."),
         (64, 8, 8): _("the batched version folds the heads into the batch axis: one call for everything."),
         (1, 8, 64): _("the order is (loop over samples, loop over heads, batched)."),
+        (8, 64, 1): _("the order is (loop over samples, loop over heads, batched): 64 samples, 8 heads."),
+        (64, 8, 512): _("the batched version makes ONE call; the 64 * 8 = 512 small attentions are its batch."),
     }, success=_("batch_size calls, num_heads calls, and one call with (batch_size * num_heads) samples."))
 
 
@@ -58,7 +60,10 @@ def check_attention_flops(fn: Any) -> None:
 def check_core_peak(answer: Any) -> None:
     """Exercise: peak float32 GFLOP/s of one core with 8 lanes (AVX2), 2 FMA units, at 3 GHz."""
     check_answer(answer, 96, name=_("the peak in GFLOP/s"), hints={
-        48: _("a fused multiply-add (FMA) is two floating-point operations, a multiply and an add."),
+        48: _("half of the peak: either you counted one FMA unit (the core has 2) or one FLOP per FMA "
+              "(a fused multiply-add is 2 FLOPs, a multiply and an add)."),
+        24: _("a quarter of the peak: count both FMA units, and 2 FLOPs (a multiply and an add) per FMA."),
+        96e9: _("that is in FLOP/s; the question asks for GFLOP/s: divide by 1e9."),
         192: _("an AVX2 register is 256 bits wide: 8 float32 lanes, not 16 (16 is AVX-512)."),
         12: _("each FMA instruction works on all 8 lanes of the register at once: multiply by 8."),
         6: _("that is one lane of one FMA unit; the core has 8 lanes and 2 FMA units working at once."),
