@@ -44,7 +44,7 @@ define pip_install
 endef
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-notebooks test-portable lint outputs editions bench bench-batching clean lock
+.PHONY: help setup lab test test-unit test-notebooks test-portable test-torch-newest lint outputs editions bench bench-batching clean lock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -90,6 +90,20 @@ PORTABLE := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 test-portable: $(STAMP) ## execute notebooks/ again on PyTorch's plain CPU kernels and one thread, against the same outputs
 	$(PORTABLE) $(BIN)/python -m pytest $(NBVAL) notebooks
 
+# The newest PyTorch that pyproject.toml admits (torch<X.Y there), as a Colab user or `pip install mha-notebooks`
+# gets it: PyPI's build (on Linux the CUDA one, several GB; it runs on the CPU too), in its own environment
+# .venv-torch-newest. Every chapter must run top to bottom on it (--nbval-lax: a raised error fails, outputs may
+# differ: another release may print another repr). The other packages keep their locked versions.
+NEWEST := .venv-torch-newest
+TORCH_RANGE := $(shell sed -n 's/^ *"torch\([^"]*\)".*/\1/p' pyproject.toml)
+test-torch-newest: ## execute every chapter with the newest PyTorch the package admits, in .venv-torch-newest (downloads GBs)
+	@test -x $(NEWEST)/bin/python || $(PYTHON) -m venv $(NEWEST)
+	@mkdir -p build && grep -v -E '^(torch|triton|nvidia-|cuda-)' $(LOCK) > build/lock-without-torch.txt
+	$(NEWEST)/bin/python -m pip install --quiet --upgrade 'torch$(TORCH_RANGE)'
+	$(NEWEST)/bin/python -m pip install --quiet --constraint build/lock-without-torch.txt --editable '.[test]'
+	$(NEWEST)/bin/python -c "import torch; print('==> torch', torch.__version__, 'admitted by torch$(TORCH_RANGE)')"
+	$(NEWEST)/bin/python -m pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -p no:cacheprovider notebooks
+
 lint: $(STAMP) ## ruff on the library, tests, benchmarks and notebooks
 	$(BIN)/ruff check .
 
@@ -115,8 +129,8 @@ bench: $(STAMP) ## time mha_lib against torch.nn.MultiheadAttention, the chapter
 bench-batching: $(STAMP) ## chapter 07's sweeps, recorded in mha_lib/_bench/results/ (ARGS="--device cuda" for a GPU)
 	$(BIN)/python benchmarks/bench_batching.py $(ARGS)
 
-clean: ## remove the virtual environment, caches and build output
-	rm -rf $(VENV) build course course-zh .pytest_cache .ruff_cache *.egg-info
+clean: ## remove the virtual environments, caches and build output
+	rm -rf $(VENV) $(NEWEST) build course course-zh .pytest_cache .ruff_cache *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # requirements.lock pins every package for Linux, macOS and Windows, Python 3.11 and newer. `uv pip compile` keeps

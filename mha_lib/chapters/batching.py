@@ -381,8 +381,9 @@ def plot_length_sweep(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]
                 ylabel=figure_text("median time per call (ms)"), title=figure_text("Time grows with n"))
     memory_ax.set(xscale="log", yscale="log", xlabel=figure_text("sequence length n (tokens)"),
                   ylabel=figure_text("memory (MiB)"),
-                  title=figure_text("Memory: formula; measured only on CUDA" if not any(
-                      run.length_sweep.peak_memory_bytes for run in all_runs) else "Memory: formula and CUDA peaks"))
+                  title=figure_text("Memory: formula and CUDA peaks") if any(
+                      run.length_sweep.peak_memory_bytes for run in all_runs)
+                  else figure_text("Memory: formula; measured only on CUDA"))
     for ax in (time_ax, memory_ax):
         ax.grid(True, alpha=0.3)
     memory_ax.legend(fontsize="small")

@@ -32,6 +32,8 @@ CHAPTER_HEADERS = (
     N_("cache bytes per token (float32)"), N_("bytes per token"), N_("explicit (ms)"), N_("fused (ms)"),
     N_("explicit / fused"), N_("one score tensor (MiB)"), N_("tiles"), N_("counted bytes"),
     N_("measured peak bytes"), N_("tiled, measured peak bytes"), N_("explicit, measured peak bytes"), N_("value"),
+    N_("min"), N_("median"), N_("max"), N_("page faults per explicit call"), N_("pages of scores + weights"),
+    N_("datasheet peak TFLOP/s"),
 )
 
 
