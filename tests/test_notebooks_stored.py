@@ -52,7 +52,19 @@ def test_first_code_cell_imports_mha_lib(path):
     assert "mha_lib" in code_cells(path)[0].source
 
 
+def ignored_share(paths: list[Path]) -> tuple[int, int]:
+    cells = [cell for path in paths for cell in code_cells(path)]
+    return sum(any(mark in cell.source for mark in IGNORED) for cell in cells), len(cells)
+
+
 def test_few_cells_escape_output_checking():
-    cells = [cell for path in NOTEBOOKS for cell in code_cells(path)]
-    ignored = [cell for cell in cells if any(mark in cell.source for mark in IGNORED)]
-    assert len(ignored) < 0.15 * len(cells), f"{len(ignored)} of {len(cells)} code cells are not checked by nbval"
+    """Timing, widget and training-log cells only: at most 3% of all code cells, and 15% of any chapter's.
+
+    A printed number that another CPU computes differently is made robust at its cause (float64, a coarser
+    print, the asserted verdict), never hidden behind NBVAL_IGNORE_OUTPUT; this bound keeps it that way.
+    """
+    ignored, total = ignored_share(NOTEBOOKS)
+    assert ignored <= 0.03 * total, f"{ignored} of {total} code cells are not checked by nbval"
+    for path in NOTEBOOKS:
+        ignored, total = ignored_share([path])
+        assert ignored <= 0.15 * total, f"{path.name}: {ignored} of {total} code cells are not checked by nbval"

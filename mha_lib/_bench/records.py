@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 
 import torch
 
+from .timing import cpu_caches, threads_text
+
 __all__ = [
     "BATCH_IMPLEMENTATIONS",
     "DEVICES",
@@ -123,6 +125,9 @@ class BenchResult:
     min_run_time_s: float
     load_average_1min: float | None
     runs: list[DeviceRun]
+    # the CPU's cache sizes, e.g. {"L1d": "48K", "L2": "2048K", "L3": "105M"} (timing.cpu_caches); older files
+    # have none, and an empty dict means the operating system does not report them
+    cpu_caches: dict[str, str] | None = None
 
     def check(self) -> None:
         if self.schema != SCHEMA:
@@ -172,6 +177,8 @@ def _build(cls: type[Record], data: object) -> Record:
     hints = typing.get_type_hints(cls)
     values = {}
     for field in dataclasses.fields(cls):
+        if field.name not in data and field.default is not dataclasses.MISSING:
+            continue  # a field added later: older files go without it
         if field.name not in data:
             raise _FieldError(field.name, "is missing")
         try:
@@ -273,6 +280,7 @@ def make_result(runs: Sequence[DeviceRun], command: str, min_run_time: float) ->
         # how busy the machine was: timings taken beside other jobs are slower and noisier
         load_average_1min=os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         runs=list(runs),
+        cpu_caches=cpu_caches(),
     )
     return BenchResult.from_dict(result.to_dict(), "the new result")  # the same checks as a file gets
 
@@ -310,10 +318,10 @@ def load_results(directory: str | Path | None = None) -> dict[str, BenchResult]:
 
 
 def provenance(result: BenchResult, run: DeviceRun) -> str:
-    """The label of a recorded run: 'recorded on <name> (<device>[, threads]), torch <version>, <date>'."""
-    threads = f", {threads_text(run.threads)}" if run.device == "cpu" else ""
-    return f"recorded on {run.name} ({run.device}{threads}), torch {result.torch}, {result.date}"
-
-
-def threads_text(threads: int) -> str:
-    return "1 thread" if threads == 1 else f"{threads} threads"
+    """The label of a recorded run: 'recorded on <name> (<device>[, caches, threads]), torch <version>, <date>'."""
+    details = ""
+    if run.device == "cpu":
+        caches = "caches not recorded" if result.cpu_caches is None else ", ".join(
+            f"{name} {size}" for name, size in result.cpu_caches.items() if not name.endswith("i"))
+        details = f", {caches}, {threads_text(run.threads)}"
+    return f"recorded on {run.name} ({run.device}{details}), torch {result.torch}, {result.date}"

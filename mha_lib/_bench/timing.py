@@ -19,7 +19,7 @@ from .._validation import require_positive_int
 from ..utils import cpu_threads
 
 __all__ = ["available_devices", "cpu_caches", "device_name", "machine_summary", "median_time", "page_faults_per_call",
-           "paired_speedups", "paired_times", "resolve_threads", "synchronize", "thread_speedups"]
+           "paired_speedups", "paired_times", "resolve_threads", "synchronize", "thread_speedups", "threads_text"]
 
 
 def available_devices() -> list[torch.device]:
@@ -78,8 +78,13 @@ def machine_summary(num_threads: int | None = None) -> str:
     """
     threads = resolve_threads(num_threads)
     caches = ", ".join(f"{name} {size}" for name, size in cpu_caches().items() if not name.endswith("i"))
-    parts = [device_name("cpu"), caches, "1 thread" if threads == 1 else f"{threads} threads"]
+    parts = [device_name("cpu"), caches, threads_text(threads)]
     return ", ".join(part for part in parts if part)
+
+
+def threads_text(threads: int) -> str:
+    """'1 thread' or 'N threads'."""
+    return "1 thread" if threads == 1 else f"{threads} threads"
 
 
 def synchronize(device: torch.device | str) -> None:
