@@ -4,10 +4,13 @@ They build on the canonical implementation one level up (``mha_lib.masks``, ``mh
 ``mha_lib.modules``) and add nothing to it. One module per chapter, plus a table formatter:
 
     why_heads 00, 04  one query that needs two positions: one head blends them, two heads pick one each
+    why_heads_figures 00, 04  its attention weights as bars, and the two-line bound on one head drawn
     diagram   00, 04  the block diagram of the layer, labelled with the shapes of the sizes given
     layout    01  drawings of how a tensor's elements sit in memory
     scaling   02  the 1/sqrt(d) measurement and the softmax saturation it prevents
     trace     03  transpose_qkv and transpose_output one step at a time
+    fold_figure 03  the four-panel picture of transpose_qkv: X -> reshape -> permute -> fold
+    source    03  a library function's own source with the helpers it calls, for printing
     anatomy   04  the whole layer's shape trace, parameter and FLOP counts
     explorer  05  the interactive explorer (sliders for heads and hidden size)
     toy       06  a toy task and model, trained in seconds, to see what heads learn

@@ -24,7 +24,7 @@ __all__ = ['check_blend_answer', 'check_count_mha_parameters', 'check_key_projec
 
 
 def check_blend_answer(answer: Any) -> None:
-    """Exercise: the one-head output when the weights are exactly 1/2 on positions 0 and 1 of the example."""
+    """Exercise: the one-head output when the attention weights are 1/2 on positions 0 and 1 of the example."""
     check_answer(answer, (5, 0, 5, 0), name=_("the output"), hints={
         (8, 0, 8, 0): _("that is position 1's content alone; with weight 1/2 on each, the head averages the contents "
                         "of positions 0 and 1, (2, 0) and (8, 0), feature by feature."),
@@ -33,7 +33,7 @@ def check_blend_answer(answer: Any) -> None:
                         "returns one average of the two contents, copied into both halves by W_v."),
         (5, 0): _("the output has num_hiddens = 4 features: W_v turns the content (a, b, 0, 0) into (a, b, a, b)."),
     }, success=_("(2, 0) and (8, 0) blend into (5, 0), and W_v copies it into both halves: (5, 0, 5, 0). "
-                 "Neither position's content survives."))
+                 "Swap the two contents and the output stays the same."))
 
 
 def _head_weights(matrix: Tensor, first: int, second: int) -> tuple[float, float]:
