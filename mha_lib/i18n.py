@@ -10,12 +10,14 @@ The Chinese catalogue is ``mha_lib/locale/zh_CN/LC_MESSAGES/mha_lib.po`` (compil
 ``python -m tools.translate update-lib`` extracts the marked messages into it and compiles it.
 
 Figures are different: Chinese text needs a font with CJK glyphs, which Colab, for one, lacks. ``figure_text``
-translates only when matplotlib can find such a font, so a figure never shows empty boxes.
+translates only when matplotlib can find such a font, so a figure never shows empty boxes; ``set_language("zh_CN")``
+then says once, in Chinese, which package to install (``fonts-noto-cjk``).
 """
 
 from __future__ import annotations
 
 import gettext
+import sys
 from pathlib import Path
 
 __all__ = ["LANGUAGES", "N_", "_", "cjk_font", "figure_text", "get_language", "set_language"]
@@ -25,17 +27,20 @@ LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 LANGUAGES = ("en", "zh_CN")
 _ALIASES = {"en": "en", "zh": "zh_CN", "zh-CN": "zh_CN", "zh_CN": "zh_CN"}
 # Fonts with Simplified Chinese glyphs, in order of preference: Debian's fonts-noto-cjk, Adobe's name for the same
-# design, the common Linux fallback, then the Windows and macOS system fonts.
+# design, the common Linux fallback, then the Windows and macOS system fonts (macOS 11 and later keep PingFang
+# where matplotlib does not look; Hiragino Sans GB and Arial Unicode MS are in /System/Library/Fonts).
 # (Matplotlib reads the first face of Debian's NotoSansCJK-Regular.ttc, named "Noto Sans CJK JP": the same Pan-CJK
 # font, with every Simplified Chinese character.)
 CJK_FONTS = ("Noto Sans CJK SC", "Source Han Sans SC", "WenQuanYi Micro Hei", "SimHei", "Microsoft YaHei",
-             "PingFang SC", "Noto Sans CJK JP")
-_CJK_FILES = ("NotoSansCJK", "SourceHanSans", "wqy-microhei", "simhei", "msyh", "PingFang")
+             "PingFang SC", "Hiragino Sans GB", "Arial Unicode MS", "Noto Sans CJK JP")
+_CJK_FILES = ("NotoSansCJK", "SourceHanSans", "wqy-microhei", "simhei", "msyh", "PingFang", "Hiragino Sans GB",
+              "Arial Unicode")
 
 _language = "en"
 _translations: gettext.NullTranslations = gettext.NullTranslations()
 _font_family_before: list[str] | None = None  # matplotlib's font.family before set_language added a CJK font
 _rescanned = False  # cjk_font looked past matplotlib's font cache already
+_told_no_font = False  # _use_cjk_font said, once per process, that figures stay English
 
 
 def set_language(code: str) -> None:
@@ -116,6 +121,34 @@ def _use_cjk_font(on: bool) -> None:
         if font is not None:
             _font_family_before = list(matplotlib.rcParams["font.family"])
             matplotlib.rcParams["font.family"] = [font, *_font_family_before]
+        else:
+            _tell_no_cjk_font()
     elif not on and _font_family_before is not None:
         matplotlib.rcParams["font.family"] = _font_family_before
         _font_family_before = None
+
+
+def _tell_no_cjk_font() -> None:
+    """Say once per process, on stderr, that figures stay English and which package brings a CJK font.
+
+    Only to a person: a kernel that runs cells for nbconvert, nbval or papermill is asked with ``allow_stdin``
+    false (Jupyter's execute_request), and there the message would become a stored output that differs from one
+    machine to the next.
+    """
+    global _told_no_font
+    if _told_no_font or _executed_unattended():
+        return
+    _told_no_font = True
+    print(_("Warning: no font with Chinese glyphs was found, so figures keep their English text. On Linux and "
+            "WSL install one with `sudo apt install fonts-noto-cjk`, then restart the kernel; for macOS and "
+            "Windows see the section on Chinese fonts in README.zh-CN.md."), file=sys.stderr)
+
+
+def _executed_unattended() -> bool:
+    """True in a Jupyter kernel whose current cell was sent with allow_stdin false, as nbclient and nbval send it."""
+    ipython = sys.modules.get("IPython")
+    kernel = getattr(ipython.get_ipython(), "kernel", None) if ipython is not None else None
+    try:
+        return not kernel.get_parent()["content"]["allow_stdin"]
+    except (AttributeError, KeyError, TypeError):  # no kernel (a script), or an ipykernel older than 6
+        return False
