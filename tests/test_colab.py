@@ -2,6 +2,7 @@
 
 import copy
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -114,3 +115,78 @@ def test_check_reports_a_notebook_without_the_cell(tmp_path, capsys):
 def test_every_chapter_starts_with_the_current_install_cell():
     assert colab.main(["--check"]) == 0, "run `python tools/colab.py` and `make editions`, then commit both editions"
     assert all(colab.is_current(nbformat.read(path, as_version=4)) for path in sorted(colab.CHAPTERS.glob("*.ipynb")))
+
+
+# The Chinese edition's cell (zh-CN/): on Colab it also installs a font with Chinese glyphs for the figures.
+
+def run_chinese_cell(monkeypatch, on_colab: bool, real_shell=None) -> list:
+    calls = []
+
+    def run(command, **options):
+        calls.append((command, options))
+        if real_shell is not None and options.get("shell"):
+            return real_shell(command, **options)
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setitem(sys.modules, "mha_lib", None)
+    if on_colab:
+        monkeypatch.setitem(sys.modules, "google.colab", type(sys)("google.colab"))
+    else:
+        monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    monkeypatch.setattr(subprocess, "run", run)
+    exec(compile(colab.INSTALL_CELL_ZH, "install-cell", "exec"), {})
+    return calls
+
+
+def test_the_chinese_cell_installs_mha_lib_then_on_colab_the_cjk_font(monkeypatch):
+    (pip, font) = run_chinese_cell(monkeypatch, on_colab=True)
+    assert pip == ([sys.executable, "-m", "pip", "install", "--quiet", f"mha-notebooks @ git+{colab.REPOSITORY_URL}"],
+                   {"check": True})
+    command, options = font
+    assert options == {"shell": True} and "apt-get install" in command and "fonts-noto-cjk" in command
+
+
+def test_the_chinese_cell_installs_no_font_off_colab(monkeypatch):
+    # A Jupyter without mha_lib on a reader's own machine: pip only, never apt-get.
+    (pip,) = run_chinese_cell(monkeypatch, on_colab=False)
+    assert pip[0][-1] == f"mha-notebooks @ git+{colab.REPOSITORY_URL}"
+
+
+def test_the_chinese_cell_is_silent_where_mha_lib_is_installed(capfd):
+    exec(compile(colab.INSTALL_CELL_ZH, "install-cell", "exec"), {})
+    assert capfd.readouterr() == ("", "")
+
+
+def test_colab_with_stale_package_lists_updates_them_and_tries_again(monkeypatch, tmp_path):
+    # A fake apt-get on PATH: `install` fails until `update` has run, as with Colab's stale package lists.
+    log = tmp_path / "apt.log"
+    fake = tmp_path / "apt-get"
+    fake.write_text(f"""#!/bin/sh
+echo "$*" >> {log}
+case "$*" in
+    *update*) touch {tmp_path}/updated ;;
+    *install*) test -e {tmp_path}/updated || exit 100 ;;
+esac
+""")
+    fake.chmod(0o755)
+    real_run = subprocess.run
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    run_chinese_cell(monkeypatch, on_colab=True, real_shell=lambda command, **options: real_run(command, **options))
+    assert log.read_text().splitlines() == ["install --yes --quiet --quiet fonts-noto-cjk", "update --quiet --quiet",
+                                            "install --yes --quiet --quiet fonts-noto-cjk"]
+
+
+def test_each_edition_gets_the_cell_of_its_language(tmp_path):
+    for folder, language in [("notebooks", "en"), ("chapters", "en"), ("zh-CN/notebooks", "zh_CN"),
+                             ("zh-CN/chapters", "zh_CN")]:
+        assert colab.language_of(ROOT / folder / "00_start_here.ipynb") == language
+    assert colab.language_of(tmp_path / "09_a_chapter.ipynb") == "en"
+    notebook = executed_notebook()
+    assert colab.add_install_cell(notebook, "zh_CN")
+    assert colab.is_current(notebook, "zh_CN") and not colab.is_current(notebook, "en")
+    assert not colab.add_install_cell(notebook, "zh_CN")
+    assert colab.add_install_cell(notebook, "en") and colab.is_current(notebook)
+    # The Chinese cell is the English one plus the font: the same pip command, word for word.
+    english_code = [line for line in colab.INSTALL_CELL.splitlines() if not line.startswith("#")]
+    chinese_code = [line for line in colab.INSTALL_CELL_ZH.splitlines() if not line.startswith("#")]
+    assert chinese_code[:len(english_code)] == english_code

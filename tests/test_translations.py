@@ -13,7 +13,7 @@ import nbformat
 import polib
 import pytest
 
-from tools import editions, translate
+from tools import colab, editions, translate
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -52,12 +52,15 @@ def test_the_committed_translation_is_what_the_tool_builds_today(chapter, langua
 @pytest.mark.parametrize("language", LANGUAGES)
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda path: path.stem[:2])
 def test_the_code_cells_are_the_english_ones_but_for_the_language_switch(chapter, language):
-    english = [cell.source for cell in nbformat.read(chapter, as_version=4).cells if cell.cell_type == "code"]
+    english = [cell.source for cell in nbformat.read(chapter, as_version=4).cells
+               if cell.cell_type == "code" and not colab.is_install_cell(cell)]
     translated = nbformat.read(translate.EDITIONS[language] / chapter.name, as_version=4)
     code = [cell for cell in translated.cells if cell.cell_type == "code"]
     switches = [cell for cell in code if translate.LANGUAGE_TAG in cell.metadata.get("tags", [])]
     assert len(switches) == 1 and f'set_language("{language}")' in switches[0].source
-    assert [cell.source for cell in code if cell not in switches] == english
+    installs = [cell for cell in code if colab.is_install_cell(cell)]  # the language's own: Colab gets a font
+    assert [cell.source for cell in installs] == [colab.INSTALL_CELLS[language]]
+    assert [cell.source for cell in code if cell not in switches + installs] == english
 
 
 def test_a_changed_english_block_makes_its_translation_a_draft(tmp_path, monkeypatch):

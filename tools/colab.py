@@ -1,6 +1,7 @@
 """Give every chapter a first code cell that installs mha_lib where it is missing, as on Google Colab.
 
-Usage: python tools/colab.py [NOTEBOOK ...]   add or update the cell (default: every notebooks/*.ipynb)
+Usage: python tools/colab.py [NOTEBOOK ...]   add or update the cell (default: every chapter of every edition,
+                                              notebooks/, chapters/, zh-CN/notebooks/, zh-CN/chapters/)
        python tools/colab.py --check          exit 1 if a notebook of notebooks/ or chapters/ lacks the current
                                               cell or the README's badges differ from what --badges prints
        python tools/colab.py --badges         print the README badges: Binder, and Colab for each chapter
@@ -12,7 +13,10 @@ the output of ``--badges`` into README.md, and ``--check`` passes again. The bad
 ``chapters/`` (exercises unsolved, solutions one click away); its notebooks get the install cell from notebooks/.
 
 Where ``import mha_lib`` works (``make lab``, Binder, CI) the cell does nothing and prints nothing, so the
-stored outputs and nbval are unaffected. On Colab it pip-installs the collection from its repository.
+stored outputs and nbval are unaffected. On Colab it pip-installs the collection from its repository; in the
+Chinese edition (zh-CN/) it also installs Debian's fonts-noto-cjk there, since Colab has no font with Chinese
+glyphs and mha_lib draws the figures' text in Chinese only where it finds one. The Chinese cell is the only code
+cell besides the language switch that differs between the editions; tools/translate.py takes it from here.
 The cell is found again by its tag, so running the tool twice changes nothing, and a changed cell text
 replaces the old one. When the cell is added to an executed notebook, it gets execution count 1 and the
 later counts move up by one, so the notebook still reads as run top to bottom in a fresh kernel.
@@ -68,19 +72,47 @@ except ModuleNotFoundError:
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "mha-notebooks @ git+{REPOSITORY_URL}"],
                    check=True)"""
 
+# The Chinese edition's cell: the same, and on Colab a font for the figures' Chinese text (Colab's package lists
+# may be stale, so apt-get update runs only when the first try fails). Without it the figures stay English and
+# mha_lib.set_language says why.
+FONT = "fonts-noto-cjk"
+INSTALL_CELL_ZH = f"""\
+# 在 Google Colab 上还没有 mha_lib：这个单元格从本系列的仓库安装它，再安装图中中文所需的字体。
+# 在其他地方（`make lab-zh`、Binder）mha_lib 已经装好，这个单元格什么也不做。
+try:
+    import mha_lib  # noqa: F401
+except ModuleNotFoundError:
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "mha-notebooks @ git+{REPOSITORY_URL}"],
+                   check=True)
+    if "google.colab" in sys.modules:  # Colab 没有中文字体：安装 Noto Sans CJK（{FONT}）
+        apt = "apt-get install --yes --quiet --quiet {FONT} > /dev/null"
+        subprocess.run(f"{{apt}} || (apt-get update --quiet --quiet && {{apt}})", shell=True)"""
+INSTALL_CELLS = {"en": INSTALL_CELL, "zh_CN": INSTALL_CELL_ZH}
+
+
+def language_of(path: Path) -> str:
+    """The language of a chapter by its folder: "zh_CN" under zh-CN/notebooks or zh-CN/chapters, else "en"."""
+    folder = path.resolve().parent
+    return next((language for language, (source, reader, _, _) in LANGUAGES.items() if folder in (source, reader)),
+                "en")
+
 
 def is_install_cell(cell: nbformat.NotebookNode) -> bool:
     return cell.cell_type == "code" and TAG in cell.get("metadata", {}).get("tags", [])
 
 
-def add_install_cell(notebook: nbformat.NotebookNode) -> bool:
+def add_install_cell(notebook: nbformat.NotebookNode, language: str = "en") -> bool:
     """Put the current install cell before the first code cell, or refresh it; True if anything changed."""
+    source = INSTALL_CELLS[language]
     existing = [cell for cell in notebook.cells if is_install_cell(cell)]
     if existing:
         cell = existing[0]
-        if cell.source == INSTALL_CELL and not cell.outputs:
+        if cell.source == source and not cell.outputs:
             return False
-        cell.source, cell.outputs = INSTALL_CELL, []
+        cell.source, cell.outputs = source, []
         return True
     code = [index for index, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
     position = code[0] if code else len(notebook.cells)
@@ -88,7 +120,7 @@ def add_install_cell(notebook: nbformat.NotebookNode) -> bool:
     if executed:
         for index in code:
             _shift_execution_count(notebook.cells[index])
-    cell = nbformat.v4.new_code_cell(INSTALL_CELL, execution_count=1 if executed else None,
+    cell = nbformat.v4.new_code_cell(source, execution_count=1 if executed else None,
                                      metadata={"tags": [TAG]})
     if notebook.nbformat_minor < 5:  # cell ids came with nbformat 4.5
         cell.pop("id", None)
@@ -104,10 +136,11 @@ def _shift_execution_count(cell: nbformat.NotebookNode) -> None:
             output.execution_count += 1
 
 
-def is_current(notebook: nbformat.NotebookNode) -> bool:
-    """The notebook's first code cell is the current install cell."""
+def is_current(notebook: nbformat.NotebookNode, language: str = "en") -> bool:
+    """The notebook's first code cell is the current install cell of its language."""
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    return bool(code) and is_install_cell(code[0]) and code[0].source == INSTALL_CELL and not code[0].outputs
+    return (bool(code) and is_install_cell(code[0]) and code[0].source == INSTALL_CELLS[language]
+            and not code[0].outputs)
 
 
 def colab_url(path: Path, reader: Path = CHAPTERS) -> str:
@@ -158,17 +191,19 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--badges", action="store_true", help="print the README badges")
     parser.add_argument("--language", choices=list(LANGUAGES), default="en", help="which README's badges to print")
     args = parser.parse_args(argv)
-    paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     if args.badges:
         source = LANGUAGES[args.language][0]
-        print(badges(sorted(source.glob("[0-9][0-9]_*.ipynb")) if not args.notebooks else paths, args.language))
+        print(badges(args.notebooks or sorted(source.glob("[0-9][0-9]_*.ipynb")), args.language))
         return 0
+    paths = args.notebooks or [path for source, reader, _, _ in LANGUAGES.values() for folder in (source, reader)
+                               for path in sorted(folder.glob("[0-9][0-9]_*.ipynb"))]
     if not args.check:
         for path in paths:
             notebook = nbformat.read(path, as_version=4)
-            if add_install_cell(notebook):
+            if add_install_cell(notebook, language_of(path)):
                 nbformat.write(notebook, path)
-                print(f"updated {path.name}")
+                where = path.resolve()
+                print(f"updated {where.relative_to(ROOT) if where.is_relative_to(ROOT) else path}")
         return 0
     # --check: every edition of every language has the current cell, and each README the current badges
     stale, drift = [], []
@@ -176,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         checked = paths if args.notebooks else [path for folder in (source, reader)
                                                 for path in sorted(folder.glob("[0-9][0-9]_*.ipynb"))]
         for path in checked:
-            if not is_current(nbformat.read(path, as_version=4)):
+            if not is_current(nbformat.read(path, as_version=4), language_of(path)):
                 stale.append(path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name)
         if args.notebooks:
             break

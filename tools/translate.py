@@ -5,8 +5,9 @@
     python -m tools.translate build [LANG]    # write the translated notebooks (zh-CN/notebooks/), outputs cleared
     python -m tools.translate update-lib [LANG]  # refresh mha_lib's message catalogue and compile it (.mo)
 
-The translated edition has the English notebook's code cells, unchanged, and one more code cell after the
-Colab install cell, tagged ``language``, that switches mha_lib's printed messages to the language. ``make
+The translated edition has the English notebook's code cells, unchanged but for the Colab install cell (the
+language's own, from tools/colab.py), and one more code cell after it, tagged ``language``, that switches
+mha_lib's printed messages to the language. ``make
 zh`` builds it and executes it; ``tests/test_translations.py`` fails when a committed translated notebook is
 not what ``build`` makes, or when a catalogue is incomplete or stale.
 
@@ -39,6 +40,7 @@ from pathlib import Path
 import nbformat
 import polib
 
+from tools import colab
 from tools.editions import keep_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,7 +167,8 @@ def translate_notebook(notebook: Path, language: str) -> nbformat.NotebookNode:
             cell.source = "\n\n".join(ready.get(block, block) for block in blocks)
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    install = next(index for index, cell in enumerate(nb.cells) if "colab-install" in cell.metadata.get("tags", []))
+    install = next(index for index, cell in enumerate(nb.cells) if colab.is_install_cell(cell))
+    nb.cells[install].source = colab.INSTALL_CELLS[language]  # on Colab it also installs a CJK font
     switch = nbformat.v4.new_code_cell(LANGUAGE_CELL[language], id=LANGUAGE_TAG,
                                        metadata={"tags": [LANGUAGE_TAG], "slideshow": {"slide_type": "skip"}})
     nb.cells.insert(install + 1, switch)
