@@ -25,7 +25,9 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 # On macOS and Windows PyPI's torch is already the CPU build (with MPS on Apple silicon), and TORCH changes nothing.
 # The index is probed first (10 s at most): pip would retry an unreachable index for every package it looks up.
 # Without the index, pip looks for torch==X+cpu among the indexes and find-links of its own configuration, and
-# stops with an error if there is none: it never falls back to the CUDA build.
+# stops with an error if there is none: it never falls back to the CUDA build. Where the index is out of reach
+# (mainland China, a firewall), TORCH_INDEX=URL names a mirror of it, or PIP_FIND_LINKS=DIR a folder (or a web
+# page) with the wheel; the error says so, and the READMEs ("Behind a firewall", 国内网络) tell where to find them.
 TORCH ?= cpu
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 UNAME_S ?= $(shell uname -s)
@@ -38,10 +40,18 @@ comma := ,
 define pip_install
 	@echo "==> Installing mha-notebooks[$(1)] and its dependencies at the versions of $(LOCK)$(if $(CPU_TORCH), (torch $(TORCH_VERSION)+cpu))"
 	@$(if $(CPU_TORCH),if $(TORCH_PROBE) 2>/dev/null; then index="--extra-index-url $(TORCH_INDEX)"; \
-	else index=""; echo "==> $(TORCH_INDEX) is unreachable: looking for torch $(TORCH_VERSION)+cpu in pip's own indexes"; fi; \
+	else index=""; echo "==> $(TORCH_INDEX) is unreachable: looking for torch $(TORCH_VERSION)+cpu in pip's own indexes and find-links"; fi; \
 	)set -x; $(BIN)/python -m pip install $(if $(CPU_TORCH),$$index )--constraint $(LOCK) --editable '.[$(1)]'$(if $(CPU_TORCH), 'torch==$(TORCH_VERSION)+cpu') \
-	|| { echo "error: pip could not install mha-notebooks[$(1)] (see above).$(if $(CPU_TORCH), For PyPI's CUDA build instead: make $(MAKECMDGOALS) TORCH=cuda)"; exit 1; }
+	|| { { set +x; } 2>/dev/null; echo "error: pip could not install mha-notebooks[$(1)] (see above)."; \
+	$(if $(CPU_TORCH),if [ -z "$$index" ]; then $(NO_TORCH_INDEX); else echo "       For PyPI's CUDA build instead: make $(MAKECMDGOALS) TORCH=cuda"; fi;) exit 1; }
 endef
+# What the error adds when PyTorch's CPU index was out of reach: PyPI and its mirrors have no torch==X+cpu.
+NO_TORCH_INDEX = echo "       $(TORCH_INDEX) was out of reach, and PyPI and its mirrors have no torch $(TORCH_VERSION)+cpu."; \
+	echo "       Any one of these installs it:"; \
+	echo "         make $(MAKECMDGOALS) TORCH_INDEX=URL      URL: a mirror of PyTorch's CPU index (a simple index with /torch/)"; \
+	echo "         PIP_FIND_LINKS=DIR make $(MAKECMDGOALS)   DIR: a folder or web page holding torch-$(TORCH_VERSION)+cpu-*.whl"; \
+	echo "         make $(MAKECMDGOALS) TORCH=cuda           PyPI's CUDA build instead (about 4.5 GB more)"; \
+	echo "       See \"Behind a firewall\" in README.md (README.zh-CN.md: 国内网络)."
 
 .DEFAULT_GOAL := help
 .PHONY: help setup lab test test-unit test-notebooks test-portable test-torch-newest lint outputs editions bench bench-batching clean lock
