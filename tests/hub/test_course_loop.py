@@ -80,6 +80,10 @@ def test_only_the_instructor_opens_the_formgrader(hub: Hub):
     assert hub.call("GET", f"{FORMGRADER}/assignments")[0] in (302, 403)  # no token: the hub's login, or refused
     names = [a["name"] for a in hub.ok("GET", f"{FORMGRADER}/assignments", "instructor")]
     assert names == [ASSIGNMENT]
+    # A student's own JupyterLab has the Assignments extension, and no formgrader of its own
+    hub.start_server("student1")
+    assert hub.call("GET", "user/student1/formgrader/api/assignments", "student1")[0] == 404
+    assert hub.call("GET", f"user/student1/assignments?course_id={COURSE}", "student1")[0] == 200
 
 
 # --- the course loop ----------------------------------------------------------------------------------------------
