@@ -40,7 +40,7 @@ The trial course runs at {url} (this machine only). Sign in as
     instructor                    password {instructor_password}
     student1, student2, student3  password {student_password}   (one password for all students)
 The instructor grades at {url}services/mha-notebooks/formgrader/ ; students fetch and submit in their
-JupyterLab's Assignments tab (Nbgrader > Assignments). New passwords at each start; Ctrl+C stops the hub.
+JupyterLab (Nbgrader > Assignment List). New passwords at each start; Ctrl+C stops the hub.
 Users' files, the exchange and the gradebook stay in {state}.
 """, flush=True)
     os.environ.update(MHA_HUB_DIR=str(state), MHA_HUB_PORT=str(args.port),
