@@ -203,7 +203,7 @@ $(HUB_STAMP): $(STAMP)
 	touch $@
 
 $(HUB_PROXY): hub/package.json hub/package-lock.json
-	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 20)' 2>/dev/null || { \
+	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 20 ? 1 : 0)' 2>/dev/null || { \
 		echo "error: the hub's proxy (configurable-http-proxy) needs Node.js 20 or newer and npm; found: $$(node --version 2>&1)"; exit 1; }
 	cd hub && npm ci --no-audit --no-fund
 	touch $@
