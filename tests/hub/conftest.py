@@ -13,10 +13,10 @@ Environment variables:
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import json
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -25,25 +25,31 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = ROOT / ".venv" / "bin"
 HUB_CONFIG = ROOT / "hub" / "jupyterhub_config.py"
 CHAPTER = ROOT / "notebooks" / "08_pitfalls.ipynb"
-SCREENSHOTS = ROOT / "build" / "screenshots"
 START_TIMEOUT = 120  # seconds for the hub, or a user's server, to answer (2 slow cores, cold caches)
 REQUEST_TIMEOUT = 300  # one REST call; autograding one submission runs the whole chapter
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+# Debian's Chromium, the screenshots folder and the clean-up helpers of the real-browser tests (tests/browser)
+def _browser_conftest():
+    sys.path.insert(0, str(ROOT / "tests" / "browser"))  # its lab_helpers, which test_course_loop.py uses too
+    spec = importlib.util.spec_from_file_location("browser_conftest", ROOT / "tests" / "browser" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_browser = _browser_conftest()
+chromium_executable, screenshots = _browser.chromium_executable, _browser.screenshots
 
 
 class _KeepRedirects(urllib.request.HTTPRedirectHandler):
@@ -109,25 +115,16 @@ def _stop(process: subprocess.Popen) -> None:
     """SIGTERM lets JupyterHub stop what it started (servers, formgrader, proxy); leftovers are killed."""
     if process.poll() is not None:
         return
-    try:
-        started = psutil.Process(process.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        started = []
+    children = _browser._descendants(process.pid)  # kernels and servers run in sessions of their own
     process.terminate()
     try:
         process.wait(timeout=60)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=15)
-    for child in started:  # kernels and servers run in sessions of their own
-        try:
-            child.kill()
-        except psutil.NoSuchProcess:
-            pass
-
-
-def _raise_keyboard_interrupt(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum}")
+    for pid in children:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="session")
@@ -149,14 +146,14 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
 
     passwords = {"instructor": secrets.token_urlsafe(32),
                  **dict.fromkeys(["student1", "student2", "student3"], secrets.token_urlsafe(12))}
-    port = _free_port()
+    port = _browser._free_port()
     env = {**os.environ, "MHA_HUB_DIR": str(state), "MHA_HUB_PORT": str(port),
            "MHA_HUB_INSTRUCTOR_PASSWORD": passwords["instructor"], "MHA_HUB_STUDENT_PASSWORD": passwords["student1"]}
     log = (state / "hub.log").open("w")
     process = subprocess.Popen([str(jupyterhub), "--config", str(HUB_CONFIG)], cwd=state, env=env,
                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     atexit.register(_stop, process)  # also when the run is interrupted
-    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)  # `timeout` sends TERM: clean up first
+    previous = signal.signal(signal.SIGTERM, _browser._raise_keyboard_interrupt)  # `timeout` sends TERM: clean up first
     hub = Hub(url=f"http://127.0.0.1:{port}/", state=state, passwords=passwords, process=process)
     try:
         deadline = time.monotonic() + START_TIMEOUT
@@ -176,18 +173,3 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
 def _listening(port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-@pytest.fixture(scope="session")
-def chromium_executable() -> str:
-    """Debian's Chromium (``apt-get install chromium``); Playwright never downloads one here."""
-    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    if not path:
-        pytest.fail("Chromium is not installed: `apt-get install chromium` (or set CHROMIUM=/path/to/chromium)")
-    return path
-
-
-@pytest.fixture(scope="session")
-def screenshots() -> Path:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    return SCREENSHOTS
