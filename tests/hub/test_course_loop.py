@@ -161,6 +161,14 @@ def test_student_opens_the_fetched_assignment_unsolved(released: Hub, chromium_e
             expect(panel.locator(".jp-OutputArea-output")).to_have_count(0)  # released without outputs
             screenshot(page, screenshots / "hub-1-fetched-assignment.png")
 
+            # The student's Nbgrader menu lists the assignments, not the formgrader (hub/jupyter/student/labconfig)
+            page.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+            items = page.locator(".lm-Menu .lm-Menu-itemLabel")
+            expect(items.filter(has_text="Assignment List")).to_have_count(1)
+            expect(items.filter(has_text="Formgrader")).to_have_count(0)
+            page.keyboard.press("Escape")
+            expect(page.locator(".lm-Menu")).to_have_count(0)
+
             panel.locator(".jp-Cell").first.click()  # the notebook has the focus, so its commands are enabled
             menu_command(page, "Run", "Run All Cells")
             checker = cell.nth(first_answer + 1)
