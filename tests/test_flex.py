@@ -302,3 +302,22 @@ def test_bench_flex_quick_runs_and_checks(capsys):
     bench.main(["--quick", "--number", "1"])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and "eager_flex_over_dense" in lines[1] and "skipped_tiles 0.25" in lines[1]
+
+
+def test_no_builder_captures_a_python_float():
+    # torch.compile, which flex_attention uses even eagerly in PyTorch 2.15, makes a captured Python float a
+    # symbolic input that flex rejects ("can only be of (Tensor, int, SymInt) but got (SymFloat,)")
+    mods = [softcap_score_mod(0.5), softcap_score_mod(50), alibi_score_mod(4),
+            relative_bias_score_mod(torch.randn(4, 7)), sliding_window_mask_mod(3),
+            sliding_window_mask_mod(3, causal=True), prefix_lm_mask_mod(2)]
+    for mod in mods:
+        captured = [cell.cell_contents for cell in mod.__closure__ or ()]
+        assert not any(isinstance(value, float) for value in captured), (mod.__name__, captured)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+def test_softcap_keeps_the_dtype_of_the_scores(dtype):
+    scores = torch.linspace(-8, 8, 9, dtype=dtype).view(1, 1, 3, 3)
+    capped = apply_score_mod(softcap_score_mod(2.5), scores)
+    assert capped.dtype == dtype
+    torch.testing.assert_close(capped, 2.5 * torch.tanh(scores / 2.5))
