@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from mha_lib import MultiHeadAttention, attention_mask, dot_product_attention
+from mha_lib.chapters.flex import document_offsets_mask_mod, neighborhood_mask_mod
 from mha_lib.flex import (
     FULL,
     PARTIAL,
@@ -321,3 +322,54 @@ def test_softcap_keeps_the_dtype_of_the_scores(dtype):
     capped = apply_score_mod(softcap_score_mod(2.5), scores)
     assert capped.dtype == dtype
     torch.testing.assert_close(capped, 2.5 * torch.tanh(scores / 2.5))
+
+
+# chapter 11's two further masks
+
+
+def test_document_offsets_apply_the_inner_mask_within_each_document():
+    lengths = [3, 4, 2]
+    got = dense_mask(document_offsets_mask_mod(lengths, prefix_lm_mask_mod(2)), 1, 1, 9, 9)[0, 0]
+    expected = torch.block_diag(*(dense_mask(prefix_lm_mask_mod(2), 1, 1, n, n)[0, 0] for n in lengths))
+    torch.testing.assert_close(got, expected)
+    # without the offsets, the prefix would be the first two tokens of the whole row only
+    plain = dense_mask(document_mask_mod(torch.tensor([[0, 0, 0, 1, 1, 1, 1, 2, 2]]), causal=True), 1, 1, 9, 9)
+    assert got[3, 4] and not plain[0, 0, 3, 4]  # token 3 opens document 1: it sees its prefix partner 4
+
+
+def test_neighborhood_mask_is_a_kernel_window_shifted_inside_the_grid():
+    height, width, kernel = 5, 6, 3
+    got = dense_mask(neighborhood_mask_mod(height, width, kernel), 1, 1, height * width, height * width)[0, 0]
+    expected = torch.zeros(height * width, height * width, dtype=torch.bool)
+    for r in range(height):
+        for c in range(width):
+            top, left = min(max(r - 1, 0), height - kernel), min(max(c - 1, 0), width - kernel)
+            window = torch.zeros(height, width, dtype=torch.bool)
+            window[top:top + kernel, left:left + kernel] = True
+            expected[r * width + c] = window.flatten()
+    torch.testing.assert_close(got, expected)
+    assert (got.sum(-1) == kernel**2).all()
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda: neighborhood_mask_mod(4, 4, 2), ValueError, "odd"),
+    (lambda: neighborhood_mask_mod(4, 4, 5), ValueError, "at most"),
+    (lambda: document_offsets_mask_mod([], causal_mask_mod()), TypeError, "lengths"),
+    (lambda: document_offsets_mask_mod([3, 0], causal_mask_mod()), ValueError, "lengths"),
+])
+def test_chapter_masks_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+@needs_flex
+def test_chapter_masks_through_flex_equal_sdpa():
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    torch.manual_seed(4)
+    for mask_mod, n in ((document_offsets_mask_mod([5, 3, 4], prefix_lm_mask_mod(2)), 12),
+                        (neighborhood_mask_mod(4, 5, 3), 20)):
+        q, k, v = (torch.randn(1, 2, n, 8) for _ in range(3))
+        block_mask = create_block_mask(mask_mod, None, None, n, n, device="cpu")
+        expected = F.scaled_dot_product_attention(q, k, v, attn_mask=dense_mask(mask_mod, 1, 1, n, n))
+        torch.testing.assert_close(eager_flex(q, k, v, block_mask=block_mask), expected, **TOL)
