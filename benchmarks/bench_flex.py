@@ -3,7 +3,7 @@
 Causal sliding-window self-attention (mha_lib.flex.sliding_window_mask_mod(window, causal=True)), float32,
 inference, batch 1, 4 heads, head_dim 16, for a few sequence lengths and windows. The three ways are timed in
 this one process, alternately (neither always runs second, on a warmer cache), with torch.utils.benchmark; the
-printed numbers are median times per call and the median of the per-pair ratios against dense SDPA. The
+printed numbers are median times per call and the median and min-max of the per-pair ratios against dense SDPA. The
 first call of the compiled function (torch.compile builds the kernel: tens of seconds on a CPU) is reported
 separately, once per sequence length, and never mixed into the medians. The block size is 128 (flex's default).
 
@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> None:
                     if name != "dense_sdpa":
                         ratios = [a / b for a, b in zip(values, times["dense_sdpa"], strict=True)]
                         row[f"{name}_over_dense"] = round(statistics.median(ratios), 3)
+                        row[f"{name}_over_dense_range"] = [round(min(ratios), 3), round(max(ratios), 3)]
                 rows.append(row)
                 print("  ".join(f"{key} {value}" for key, value in row.items()))
     for n, seconds in compile_s.items():

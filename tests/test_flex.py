@@ -267,6 +267,10 @@ def test_recorded_flex_table_loads_and_is_consistent():
         expected = block_counts_fraction(row["seq_len"], row["window"], record["sizes"]["block_size"])
         assert row["skipped_tiles"] == pytest.approx(expected, abs=1e-4)
         assert row["eager_flex_ms"] > 0 and row["dense_sdpa_ms"] > 0
+        low, high = row["compiled_flex_over_dense_range"]  # the spread of the paired ratios
+        assert low <= row["compiled_flex_over_dense"] <= high
+    assert "L2" in record["machine"] and "thread" in record["machine"]  # CPU model, caches and threads
+    assert set(record["compile_fresh_s"]) == set(record["compile_s"])
     lines = flex_cost_lines(record)
     assert len(lines) == len(record["rows"]) + 1
     assert len(plot_flex_costs(record).axes) == 1
@@ -284,7 +288,7 @@ def test_load_flex_record_names_a_missing_field(tmp_path):
 
     path = tmp_path / "bad.json"
     path.write_text('{"device_name": "x", "torch": "2", "date": "d", "rows": []}')
-    with pytest.raises(ValueError, match="compile_s"):
+    with pytest.raises(ValueError, match="machine"):
         load_flex_record(path)
 
 

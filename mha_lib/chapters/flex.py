@@ -129,7 +129,7 @@ def load_flex_record(path: str | Path | None = None) -> dict[str, Any]:
             raise FileNotFoundError(f"no recording in {folder.name}/: run python benchmarks/bench_flex.py --record")
         path = files[-1]
     record = json.loads(Path(path).read_text())
-    for key in ("device_name", "torch", "date", "rows", "compile_s"):
+    for key in ("device_name", "machine", "torch", "date", "rows", "compile_s", "compile_fresh_s"):
         if key not in record:
             raise ValueError(f"the recording {Path(path).name} lacks the field {key!r}")
     return record
