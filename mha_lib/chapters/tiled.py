@@ -291,7 +291,7 @@ def plot_io_by_tile(seq_len: int, head_dim: int, dtype: torch.dtype = torch.floa
         axis.set_major_formatter(ticker.FormatStrFormatter("%g"))
         axis.set_minor_formatter(ticker.NullFormatter())
     ax.set(xlabel=figure_text("queries per block (query_tile)"), ylabel=figure_text("MiB moved (model)"),
-           title=figure_text("A model, not a measurement: bytes between slow and fast memory, n={n}, d={d}")
+           title=figure_text("Bytes between slow and fast memory, n={n}, d={d}\n(a model, not a measurement)")
            .format(n=seq_len, d=head_dim))
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small", loc="upper right")
