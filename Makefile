@@ -148,7 +148,7 @@ clean: ## remove the virtual environments, caches and build output
 # `make outputs` refreshes the notebooks that strict nbval compares. uv comes from `pip install uv`.
 UV ?= uv
 lock: ## regenerate requirements.lock from pyproject.toml with uv (LOCK_ARGS=--upgrade to take new releases)
-	$(UV) pip compile pyproject.toml --extra dev --extra browser --universal --python-version 3.11 \
+	$(UV) pip compile pyproject.toml --extra dev --extra browser --extra hub --universal --python-version 3.11 \
 		--custom-compile-command "make lock" --output-file $(LOCK) $(LOCK_ARGS)
 
 # Lecture mode (tools/lecture): reveal.js slides and static HTML pages that work offline. reveal.js and MathJax
@@ -220,3 +220,35 @@ html-zh: $(STAMP) $(LECTURE_ASSETS) ## the Chinese chapters as static HTML pages
 
 assignments-zh: $(STAMP) ## the nbgrader course of the Chinese chapters in course-zh/
 	$(BIN)/python -m tools.nbgrader_course course-zh $(ZH_NOTEBOOKS)
+
+# --- A trial course on JupyterHub (issue 30): hub/jupyterhub_config.py, README "A course on JupyterHub" ---------------
+# JupyterHub from the `hub` extra, its proxy configurable-http-proxy from npm (hub/package-lock.json, `npm ci`, needs
+# Node.js 20 or newer). `make hub` writes the course of every chapter into build/hub/course (make assignments), prints
+# new passwords once and runs the hub on 127.0.0.1 in the foreground: Ctrl+C stops it and everything it started.
+# `make test-hub` runs the course loop (tests/hub) on a hub of its own, with Debian's chromium as test-browser does.
+.PHONY: hub test-hub
+HUB_PORT ?= 8000
+HUB_STAMP := $(VENV)/.installed-hub
+HUB_PROXY := hub/node_modules/.installed
+
+$(HUB_STAMP): $(STAMP)
+	$(call pip_install,dev$(comma)hub)
+	touch $@
+
+$(HUB_PROXY): hub/package.json hub/package-lock.json
+	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 20 ? 1 : 0)' 2>/dev/null || { \
+		echo "error: the hub's proxy (configurable-http-proxy) needs Node.js 20 or newer and npm; found: $$(node --version 2>&1)"; exit 1; }
+	cd hub && npm ci --no-audit --no-fund
+	touch $@
+
+# The course is made again only when a chapter changed; the hub keeps its users' files and gradebook in build/hub.
+HUB_COURSE := build/hub/course/.made
+$(HUB_COURSE): $(NOTEBOOKS) tools/nbgrader_course.py | $(STAMP)
+	$(MAKE) assignments COURSE=build/hub/course
+	touch $@
+
+hub: $(HUB_STAMP) $(HUB_PROXY) $(HUB_COURSE) ## a trial course on JupyterHub at http://127.0.0.1:8000 (needs Node.js 20; Ctrl+C stops it)
+	$(BIN)/python hub/start.py --port $(HUB_PORT) --state build/hub
+
+test-hub: $(BROWSER_STAMP) $(HUB_STAMP) $(HUB_PROXY) ## release, fetch, submit, collect, autograde through a JupyterHub, and a student in chromium
+	timeout --kill-after=30 900 $(BIN)/python -m pytest tests/hub

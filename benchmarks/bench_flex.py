@@ -3,14 +3,17 @@
 Causal sliding-window self-attention (mha_lib.flex.sliding_window_mask_mod(window, causal=True)), float32,
 inference, batch 1, 4 heads, head_dim 16, for a few sequence lengths and windows. The three ways are timed in
 this one process, alternately (neither always runs second, on a warmer cache), with torch.utils.benchmark; the
-printed numbers are median times per call and the median of the per-pair ratios against dense SDPA. The
+printed numbers are median times per call and the median and min-max of the per-pair ratios against dense SDPA. The
 first call of the compiled function (torch.compile builds the kernel: tens of seconds on a CPU) is reported
 separately, once per sequence length, and never mixed into the medians. The block size is 128 (flex's default).
 
     python benchmarks/bench_flex.py [--pairs 7] [--threads N] [--record] [--quick]
     python benchmarks/bench_flex.py --figure    # one slider change of chapter 11 at its defaults, drawn to PNG
 
---record writes the table, with the machine, torch version and date, to
+--compile-fresh times the first compiled call of each sequence length in a fresh Python process with an empty
+compile cache (TORCHINDUCTOR_CACHE_DIR in a new temporary folder), so that no shape profits from another's work.
+
+--record writes the table, with the machine (CPU model, cache sizes, threads), torch version and date, to
 mha_lib/_bench/results/flex/<device>-<date>.json, which chapter 11 reads. Only the CPU is timed here (no GPU
 was lent when the recording was made); the script refuses nothing on a GPU machine but times the CPU only.
 """
@@ -20,8 +23,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from functools import partial
@@ -32,7 +38,7 @@ import torch.nn.functional as F
 from torch.utils import benchmark
 
 from mha_lib import set_seed
-from mha_lib._bench.timing import device_name
+from mha_lib._bench.timing import device_name, machine_summary
 from mha_lib.flex import SKIPPED, block_tiles, dense_mask, flex_attention_available, sliding_window_mask_mod
 
 BATCH_SIZE, NUM_HEADS, HEAD_DIM, BLOCK_SIZE = 1, 4, 16, 128
@@ -62,11 +68,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-compile", action="store_true", help="skip compiled flex (no C compiler)")
     parser.add_argument("--figure", action="store_true", help="time one redraw of chapter 11's block picture only")
     parser.add_argument("--quick", action="store_true", help="one small size, eager only: seconds (a smoke test)")
+    parser.add_argument("--compile-fresh", action="store_true",
+                        help="also time each length's first compiled call in a fresh process with an empty cache")
+    parser.add_argument("--first-call", type=int, default=None, help=argparse.SUPPRESS)  # the fresh process's job
     args = parser.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     if args.figure:
         time_figure()
+        return
+    if args.first_call is not None:
+        print(f"{first_compiled_call(args.first_call):.2f}")
         return
     if not flex_attention_available():
         sys.exit(f"torch {torch.__version__} has no torch.nn.attention.flex_attention (it needs 2.5 or newer)")
@@ -76,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
     compiled = None if (args.quick or args.no_compile) else torch.compile(flex_attention)
     pairs = 3 if args.quick else args.pairs
     set_seed(0)
-    print(f"torch {torch.__version__}, CPU {device_name('cpu')}, {torch.get_num_threads()} threads, batch "
+    print(f"torch {torch.__version__}, {machine_summary()}, batch "
           f"{BATCH_SIZE}, {NUM_HEADS} heads, head_dim {HEAD_DIM}, float32, inference, block {BLOCK_SIZE}")
     rows, compile_s = [], {}
     with warnings.catch_warnings(), torch.no_grad():
@@ -106,26 +118,57 @@ def main(argv: list[str] | None = None) -> None:
                     if name != "dense_sdpa":
                         ratios = [a / b for a, b in zip(values, times["dense_sdpa"], strict=True)]
                         row[f"{name}_over_dense"] = round(statistics.median(ratios), 3)
+                        row[f"{name}_over_dense_range"] = [round(min(ratios), 3), round(max(ratios), 3)]
                 rows.append(row)
                 print("  ".join(f"{key} {value}" for key, value in row.items()))
     for n, seconds in compile_s.items():
-        print(f"first compiled call at n={n}: {seconds:.1f} s (compilation)")
+        print(f"first compiled call at n={n}: {seconds:.1f} s (compilation, in this process)")
+    fresh_s = {}
+    if args.compile_fresh:
+        for n in seq_lens:
+            fresh_s[n] = fresh_first_call(n, torch.get_num_threads())
+            print(f"first compiled call at n={n} in a fresh process, empty cache: {fresh_s[n]:.1f} s")
     if args.record:
         record = {
             "what": "causal sliding-window self-attention, chapter 11 (benchmarks/bench_flex.py)",
-            "device": "cpu", "device_name": device_name("cpu"), "torch": torch.__version__,
+            "device": "cpu", "device_name": device_name("cpu"), "machine": machine_summary(),
+            "torch": torch.__version__,
             "date": datetime.date.today().isoformat(), "threads": torch.get_num_threads(),
             "command": "python benchmarks/bench_flex.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             "sizes": {"batch_size": BATCH_SIZE, "num_heads": NUM_HEADS, "head_dim": HEAD_DIM, "block_size": BLOCK_SIZE},
             "pairs": pairs, "number": args.number,
             "note": "a shared machine, other jobs running: ratios are steadier than times; no GPU was measured",
             "compile_s": {str(n): round(s, 1) for n, s in compile_s.items()},
+            "compile_fresh_s": {str(n): round(s, 1) for n, s in fresh_s.items()},
             "rows": rows,
         }
         RESULTS.mkdir(parents=True, exist_ok=True)
         path = RESULTS / f"cpu-{record['date']}.json"
         path.write_text(json.dumps(record, indent=1) + "\n")
         print(f"recorded {path.relative_to(RESULTS.parents[3])}")
+
+
+def first_compiled_call(n: int) -> float:
+    """Seconds of the first call of torch.compile(flex_attention) at length n, mask and inputs made beforehand."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    q, k, v = (torch.randn(BATCH_SIZE, NUM_HEADS, n, HEAD_DIM) for _ in range(3))
+    block_mask = create_block_mask(sliding_window_mask_mod(WINDOWS[0], causal=True), None, None, n, n,
+                                   device="cpu", BLOCK_SIZE=BLOCK_SIZE)
+    compiled = torch.compile(flex_attention)
+    with torch.no_grad():
+        start = time.perf_counter()
+        compiled(q, k, v, block_mask=block_mask)
+        return time.perf_counter() - start
+
+
+def fresh_first_call(n: int, threads: int) -> float:
+    """:func:`first_compiled_call` in a new Python process with an empty compile cache of its own."""
+    with tempfile.TemporaryDirectory() as cache:
+        environment = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
+        result = subprocess.run([sys.executable, __file__, "--first-call", str(n), "--threads", str(threads)],
+                                env=environment, capture_output=True, text=True, check=True)
+    return float(result.stdout.split()[-1])
 
 
 def time_figure(repeats: int = 9) -> None:

@@ -2,8 +2,9 @@
 
 Self-attention, float32, inference, batch 2, 4 heads, head_dim 16 (chapter 07's 64 hiddens), for a few
 sequence lengths and tile sizes. Each comparison is timed in this one process, alternately, with
-torch.utils.benchmark; the printed number is the median of the per-pair time ratios (ours / PyTorch's
-fused kernel; above 1.00 means slower). The explicit computation (mha_lib.dot_product_attention, which
+torch.utils.benchmark; the printed numbers are the median and the min-max of the per-pair time ratios (ours /
+PyTorch's fused kernel; above 1.00 means slower). The header names the machine: CPU model, cache sizes, threads.
+The explicit computation (mha_lib.dot_product_attention, which
 stores the n x n scores and weights) is timed the same way for comparison. Beside each line: the bytes
 the tiled loop holds (one tile of scores and the running state, mha_lib.chapters.tiled.tiled_state_bytes)
 against the bytes of the full score matrix.
@@ -24,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from mha_lib import dot_product_attention, set_seed
-from mha_lib._bench.timing import paired_times
+from mha_lib._bench.timing import machine_summary, paired_times
 from mha_lib.chapters.tiled import full_score_bytes, tiled_attention, tiled_state_bytes
 
 BATCH_SIZE, NUM_HEADS, HEAD_DIM = 2, 4, 16
@@ -32,11 +33,11 @@ SEQ_LENS = (256, 1024, 2048)
 TILE_SIZES = (64, 256)
 
 
-def paired_ratio(ours, theirs, pairs: int, number: int, device: str) -> tuple[float, float, float]:
-    """Median of the per-pair time ratios ours / theirs, and both median times in seconds per call."""
+def paired_ratio(ours, theirs, pairs: int, number: int, device: str) -> tuple[list[float], float, float]:
+    """The per-pair time ratios ours / theirs, sorted, and both median times in seconds per call."""
     ours_times, theirs_times = paired_times(ours, theirs, device, repeats=pairs, number=number)
-    ratios = [a / b for a, b in zip(ours_times, theirs_times, strict=True)]
-    return statistics.median(ratios), statistics.median(ours_times), statistics.median(theirs_times)
+    ratios = sorted(a / b for a, b in zip(ours_times, theirs_times, strict=True))
+    return ratios, statistics.median(ours_times), statistics.median(theirs_times)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -56,9 +57,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     set_seed(0)
-    print(f"torch {torch.__version__}, device {args.device}, {torch.get_num_threads()} CPU threads, "
+    print(f"torch {torch.__version__}, device {args.device}, {machine_summary()}, "
           f"batch {BATCH_SIZE}, {NUM_HEADS} heads, head_dim {HEAD_DIM}, float32, inference; "
-          "ratio = median of paired ratios against SDPA")
+          f"ratio = median (min-max) of {pairs} paired ratios against SDPA")
     with torch.inference_mode():
         for n in seq_lens:
             compare_length(n, tile_sizes, pairs, args.number, args.device)
@@ -74,10 +75,11 @@ def compare_length(n: int, tile_sizes: tuple[int, ...], pairs: int, number: int,
     scores = full_score_bytes(BATCH_SIZE * NUM_HEADS, n, n)
     for name, (fn, tile) in candidates.items():
         torch.testing.assert_close(fn(), fused(), atol=1e-5, rtol=1e-5)
-        ratio, ours, theirs = paired_ratio(fn, fused, pairs, number, device)
+        ratios, ours, theirs = paired_ratio(fn, fused, pairs, number, device)
         held = (f"holds {tiled_state_bytes(BATCH_SIZE * NUM_HEADS, n, n, HEAD_DIM, tile) / 2**20:6.2f} MiB"
                 if tile else f"scores {scores / 2**20:6.2f} MiB (x2 with weights)")
-        print(f"n={n:5d}  {name:<24} {ours * 1e3:8.3f} ms  SDPA {theirs * 1e3:7.3f} ms  ratio {ratio:5.2f}x   {held}")
+        print(f"n={n:5d}  {name:<24} {ours * 1e3:8.3f} ms  SDPA {theirs * 1e3:7.3f} ms  "
+              f"ratio {statistics.median(ratios):5.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})   {held}")
 
 
 if __name__ == "__main__":

@@ -252,10 +252,13 @@ def relative_bias_score_mod(table: Tensor) -> ScoreMod:
 
 def softcap_score_mod(cap: float) -> ScoreMod:
     """Tanh soft-capping: ``cap * tanh(score / cap)`` keeps every score inside ``(-cap, cap)`` (Gemma 2 uses 50)."""
-    cap = _require_positive_real("cap", cap)
+    # A captured 0-d tensor, not a Python float: torch.compile (which flex_attention uses even when called
+    # eagerly, in PyTorch 2.15) turns a captured float into a symbolic input that flex rejects.
+    cap = torch.tensor(_require_positive_real("cap", cap), dtype=torch.float64)
 
     def softcap(score: Tensor, b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
-        return cap * torch.tanh(score / cap)
+        limit = cap.to(score)  # score's dtype and device
+        return limit * torch.tanh(score / limit)
 
     return softcap
 

@@ -111,6 +111,8 @@ def test_bytes_right(capsys, solution):
     (lambda b, nq, nkv, dv, t: 4 * b * nq * (min(nkv, t) + dv), "add the running maximum and the running sum"),
     (lambda b, nq, nkv, dv, t: b * nq * (min(nkv, t) + 2 + dv), "each float32 entry takes 4 bytes"),
     (lambda b, nq, nkv, dv, t: 4 * b * nq * (t + 2 + dv), "min(tile_size, num_kvpairs)"),
+    (lambda b, nq, nkv, dv, t: 4 * b * nq * (2 * min(nkv, t) + 2 + dv), "you counted two tiles, the scores and"),
+    (lambda b, nq, nkv, dv, t: 4 * b * nq * (2 * min(nkv, t) + dv), "but no running maximum and sum"),
     (lambda b, nq, nkv, dv, t: 4 * b * nq * (t + 2 + dv) * math.pi, "expected 1064960"),
 ])
 def test_bytes_wrong(capsys, solution, phrase):

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from mha_lib import MultiHeadAttention, attention_mask, dot_product_attention
+from mha_lib.chapters.flex import document_offsets_mask_mod, neighborhood_mask_mod
 from mha_lib.flex import (
     FULL,
     PARTIAL,
@@ -266,6 +267,10 @@ def test_recorded_flex_table_loads_and_is_consistent():
         expected = block_counts_fraction(row["seq_len"], row["window"], record["sizes"]["block_size"])
         assert row["skipped_tiles"] == pytest.approx(expected, abs=1e-4)
         assert row["eager_flex_ms"] > 0 and row["dense_sdpa_ms"] > 0
+        low, high = row["compiled_flex_over_dense_range"]  # the spread of the paired ratios
+        assert low <= row["compiled_flex_over_dense"] <= high
+    assert "L2" in record["machine"] and "thread" in record["machine"]  # CPU model, caches and threads
+    assert set(record["compile_fresh_s"]) == set(record["compile_s"])
     lines = flex_cost_lines(record)
     assert len(lines) == len(record["rows"]) + 1
     assert len(plot_flex_costs(record).axes) == 1
@@ -283,7 +288,7 @@ def test_load_flex_record_names_a_missing_field(tmp_path):
 
     path = tmp_path / "bad.json"
     path.write_text('{"device_name": "x", "torch": "2", "date": "d", "rows": []}')
-    with pytest.raises(ValueError, match="compile_s"):
+    with pytest.raises(ValueError, match="machine"):
         load_flex_record(path)
 
 
@@ -302,3 +307,73 @@ def test_bench_flex_quick_runs_and_checks(capsys):
     bench.main(["--quick", "--number", "1"])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and "eager_flex_over_dense" in lines[1] and "skipped_tiles 0.25" in lines[1]
+
+
+def test_no_builder_captures_a_python_float():
+    # torch.compile, which flex_attention uses even eagerly in PyTorch 2.15, makes a captured Python float a
+    # symbolic input that flex rejects ("can only be of (Tensor, int, SymInt) but got (SymFloat,)")
+    mods = [softcap_score_mod(0.5), softcap_score_mod(50), alibi_score_mod(4),
+            relative_bias_score_mod(torch.randn(4, 7)), sliding_window_mask_mod(3),
+            sliding_window_mask_mod(3, causal=True), prefix_lm_mask_mod(2)]
+    for mod in mods:
+        captured = [cell.cell_contents for cell in mod.__closure__ or ()]
+        assert not any(isinstance(value, float) for value in captured), (mod.__name__, captured)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+def test_softcap_keeps_the_dtype_of_the_scores(dtype):
+    scores = torch.linspace(-8, 8, 9, dtype=dtype).view(1, 1, 3, 3)
+    capped = apply_score_mod(softcap_score_mod(2.5), scores)
+    assert capped.dtype == dtype
+    torch.testing.assert_close(capped, 2.5 * torch.tanh(scores / 2.5))
+
+
+# chapter 11's two further masks
+
+
+def test_document_offsets_apply_the_inner_mask_within_each_document():
+    lengths = [3, 4, 2]
+    got = dense_mask(document_offsets_mask_mod(lengths, prefix_lm_mask_mod(2)), 1, 1, 9, 9)[0, 0]
+    expected = torch.block_diag(*(dense_mask(prefix_lm_mask_mod(2), 1, 1, n, n)[0, 0] for n in lengths))
+    torch.testing.assert_close(got, expected)
+    # without the offsets, the prefix would be the first two tokens of the whole row only
+    plain = dense_mask(document_mask_mod(torch.tensor([[0, 0, 0, 1, 1, 1, 1, 2, 2]]), causal=True), 1, 1, 9, 9)
+    assert got[3, 4] and not plain[0, 0, 3, 4]  # token 3 opens document 1: it sees its prefix partner 4
+
+
+def test_neighborhood_mask_is_a_kernel_window_shifted_inside_the_grid():
+    height, width, kernel = 5, 6, 3
+    got = dense_mask(neighborhood_mask_mod(height, width, kernel), 1, 1, height * width, height * width)[0, 0]
+    expected = torch.zeros(height * width, height * width, dtype=torch.bool)
+    for r in range(height):
+        for c in range(width):
+            top, left = min(max(r - 1, 0), height - kernel), min(max(c - 1, 0), width - kernel)
+            window = torch.zeros(height, width, dtype=torch.bool)
+            window[top:top + kernel, left:left + kernel] = True
+            expected[r * width + c] = window.flatten()
+    torch.testing.assert_close(got, expected)
+    assert (got.sum(-1) == kernel**2).all()
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda: neighborhood_mask_mod(4, 4, 2), ValueError, "odd"),
+    (lambda: neighborhood_mask_mod(4, 4, 5), ValueError, "at most"),
+    (lambda: document_offsets_mask_mod([], causal_mask_mod()), TypeError, "lengths"),
+    (lambda: document_offsets_mask_mod([3, 0], causal_mask_mod()), ValueError, "lengths"),
+])
+def test_chapter_masks_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+@needs_flex
+def test_chapter_masks_through_flex_equal_sdpa():
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    torch.manual_seed(4)
+    for mask_mod, n in ((document_offsets_mask_mod([5, 3, 4], prefix_lm_mask_mod(2)), 12),
+                        (neighborhood_mask_mod(4, 5, 3), 20)):
+        q, k, v = (torch.randn(1, 2, n, 8) for _ in range(3))
+        block_mask = create_block_mask(mask_mod, None, None, n, n, device="cpu")
+        expected = F.scaled_dot_product_attention(q, k, v, attn_mask=dense_mask(mask_mod, 1, 1, n, n))
+        torch.testing.assert_close(eager_flex(q, k, v, block_mask=block_mask), expected, **TOL)

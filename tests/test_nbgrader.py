@@ -16,9 +16,17 @@ ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = [ROOT / "notebooks" / "08_pitfalls.ipynb", ROOT / "zh-CN" / "notebooks" / "08_pitfalls.ipynb"]
 
 
-def fill_in(release: Path, answers: dict[str, str]) -> nbformat.NotebookNode:
+# Chapter 08's answers, by the exercise each answer cell names: all right, and one wrong (it loses one point).
+# tests/hub/ submits the same two through a JupyterHub.
+RIGHT_CH08 = {"Exercise 1": "def fixed_softmax(scores, mask):\n    return torch.softmax(scores.masked_fill("
+                            "mask == 0, torch.finfo(scores.dtype).min), dim=-1)",
+              "Exercise 3": "answer_lens = ([2, 2], [7, 7])",
+              "Exercise 4": "answer_overflow = float('-inf')"}
+WRONG_CH08 = {**RIGHT_CH08, "Exercise 4": "answer_overflow = -65604"}
+
+
+def fill_in(nb: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
     """The released notebook with each '# YOUR CODE HERE' stub of a solution cell replaced by the given code."""
-    nb = nbformat.read(release, as_version=4)
     solutions = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
     assert solutions and all("raise NotImplementedError" in c.source for c in solutions)  # nbgrader's stubs
     for cell in solutions:
@@ -44,16 +52,11 @@ def test_round_trip(tmp_path, chapter):
     assert tests == graded(chapter)
     assert tests and all(t.startswith("check_") for t in tests)
 
-    right = {"Exercise 1": "def fixed_softmax(scores, mask):\n    return torch.softmax(scores.masked_fill("
-                           "mask == 0, torch.finfo(scores.dtype).min), dim=-1)",
-             "Exercise 3": "answer_lens = ([2, 2], [7, 7])",
-             "Exercise 4": "answer_overflow = float('-inf')"}
-    wrong = {**right, "Exercise 4": "answer_overflow = -65604"}
-    for student, answers in [("right", right), ("wrong", wrong)]:
+    for student, answers in [("right", RIGHT_CH08), ("wrong", WRONG_CH08)]:
         nbgrader(course, "db", "student", "add", student)
         target = course / "submitted" / student / "ch08" / chapter.name
         target.parent.mkdir(parents=True)
-        nbformat.write(fill_in(release, answers), target)
+        nbformat.write(fill_in(nbformat.read(release, as_version=4), answers), target)
     nbgrader(course, "autograde", "ch08", "--force")
 
     with nbgrader_api.Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:

@@ -11,11 +11,15 @@ from matplotlib.figure import Figure
 
 from mha_lib import causal_mask, dot_product_attention
 from mha_lib.chapters.tiled import (
+    flash_attention_backward,
+    flash_attention_forward,
     full_score_bytes,
+    io_bytes,
     measure_peak_bytes,
     num_tiles,
     online_softmax,
     online_softmax_steps,
+    plot_io_by_tile,
     plot_memory_by_tile,
     plot_tiles,
     tile_size_report,
@@ -286,7 +290,8 @@ def test_bench_tiled_quick_runs_and_prints_ratios(capsys):
     bench.main(["--quick", "--number", "1"])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 + 2  # the header, one tile size and the explicit path for one length
-    assert all("ratio" in line for line in lines[1:])
+    assert "L1d" in lines[0] or "thread" in lines[0]  # the machine is named in the header
+    assert all("ratio" in line and "-" in line.split("ratio")[1] for line in lines[1:])  # median (min-max)
 
 
 # the slider's helpers
@@ -312,3 +317,101 @@ def test_plot_memory_by_tile_marks_the_chosen_tile_size():
     assert curve.get_ydata()[47] == tiled_state_bytes(8, 256, 256, 16, 48) / 2**20
     assert list(marker.get_xdata()) == [48]
     assert "tile_size=48" in marker.get_label()
+
+
+def test_plot_memory_by_tile_draws_measured_peaks_beside_the_count():
+    measured = {16: 2_000_000, 64: 3_000_000}
+    ax = plot_memory_by_tile(8, 256, 256, 16, 48, measured=measured).axes[0]
+    points = [line for line in ax.get_lines() if "measured" in line.get_label()]
+    assert len(points) == 1 and list(points[0].get_xdata()) == [16, 64]
+    assert list(points[0].get_ydata()) == [2_000_000 / 2**20, 3_000_000 / 2**20]
+
+
+# the FlashAttention-2 order and the backward pass
+
+
+FLASH_CASES = [((2, 3), 10, 10, 3, 4), ((2,), 16, 16, 4, 4), ((1, 2), 7, 12, 2, 5), ((3,), 12, 7, 5, 2),
+               ((2,), 9, 9, 100, 100), ((), 6, 11, 1, 1)]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize(("lead", "num_queries", "num_kvpairs", "query_tile", "key_tile"), FLASH_CASES)
+def test_flash_forward_and_backward_match_autograd_through_sdpa(lead, num_queries, num_kvpairs, query_tile,
+                                                               key_tile, causal):
+    q, k, v = (x.requires_grad_() for x in qkv(lead, num_queries, num_kvpairs, seed=num_queries + key_tile))
+    grad_output = torch.randn(*lead, num_queries, v.shape[-1], generator=torch.Generator().manual_seed(5),
+                              dtype=torch.float64)
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    expected.backward(grad_output)
+    with torch.no_grad():
+        output, logsumexp = flash_attention_forward(q, k, v, query_tile, key_tile, causal)
+        grads = flash_attention_backward(q, k, v, output, logsumexp, grad_output, query_tile, key_tile, causal)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if causal:
+            scores = scores.masked_fill(~causal_mask(num_queries, num_kvpairs), -math.inf)
+    torch.testing.assert_close(output, expected)
+    torch.testing.assert_close(logsumexp, torch.logsumexp(scores, dim=-1))
+    for ours, x in zip(grads, (q, k, v), strict=True):
+        torch.testing.assert_close(ours, x.grad)
+
+
+def test_flash_forward_equals_tiled_attention_in_float32():
+    q, k, v = qkv((2, 4), 33, 40, dtype=torch.float32)
+    output, _ = flash_attention_forward(q, k, v, 8, 16, causal=True)
+    torch.testing.assert_close(output, tiled_attention(q, k, v, 16, causal=True), **FLOAT32)
+
+
+def test_flash_backward_skips_nothing_it_needs_and_a_wrong_logsumexp_is_noticed():
+    q, k, v = qkv((2,), 8, 8)
+    grad_output = torch.ones(2, 8, v.shape[-1], dtype=torch.float64)
+    output, logsumexp = flash_attention_forward(q, k, v, 4, 4)
+    right = flash_attention_backward(q, k, v, output, logsumexp, grad_output, 4, 4)
+    wrong = flash_attention_backward(q, k, v, output, logsumexp + 1, grad_output, 4, 4)
+    assert not torch.allclose(right[2], wrong[2])  # dV depends on the recomputed weights
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"query_tile": 0}, ValueError, "query_tile must be at least 1"),
+    ({"key_tile": 2.0}, TypeError, "key_tile must be an int"),
+    ({"causal": 1}, TypeError, "causal"),
+])
+def test_flash_bad_arguments(kwargs, error, message):
+    q, k, v = qkv((1,), 4, 4)
+    arguments = {"query_tile": 2, "key_tile": 2, "causal": False, **kwargs}
+    with pytest.raises(error, match=message):
+        flash_attention_forward(q, k, v, **arguments)
+
+
+# the IO model
+
+
+def test_io_bytes_by_hand():
+    n, d = 1024, 64
+    assert io_bytes(n, d, None) == (4 * n * d + 4 * n * n) * 4
+    assert io_bytes(n, d, 128, torch.bfloat16) == (2 * n * d + n + 2 * n * d * 8) * 2
+    assert io_bytes(n, d, 100) == (2 * n * d + n + 2 * n * d * 11) * 4  # ceil(1024 / 100) blocks
+
+
+def test_io_bytes_falls_with_the_block_and_beats_the_explicit_path_for_long_sequences():
+    moved = [io_bytes(4096, 64, t) for t in (1, 16, 128, 4096)]
+    assert moved == sorted(moved, reverse=True)
+    assert io_bytes(4096, 64, 128) * 3 < io_bytes(4096, 64, None)
+    assert io_bytes(4096, 64, 1) > io_bytes(4096, 64, None)  # blocks of one query re-read K and V n times
+    # Theorem 2: with blocks of M / d queries the count is Theta(n^2 d^2 / M): doubling M about halves it
+    n, d = 8192, 64
+    big, small = (io_bytes(n, d, m // d) - io_bytes(n, d, n) for m in (2**14, 2**15))
+    assert big / small == pytest.approx(2.0, rel=0.05)
+
+
+def test_io_bytes_bad_input():
+    with pytest.raises(ValueError, match="seq_len"):
+        io_bytes(0, 64, 8)
+    with pytest.raises(TypeError, match="query_tile must be an int"):
+        io_bytes(64, 64, 8.0)
+
+
+def test_plot_io_by_tile_says_it_is_a_model():
+    fig = plot_io_by_tile(1024, 64)
+    ax = fig.axes[0]
+    assert "model" in ax.get_title().lower() and "model" in ax.get_ylabel().lower()
+    assert len(ax.lines[0].get_xdata()) == 11  # 1, 2, ..., 1024 queries per block

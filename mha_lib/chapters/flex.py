@@ -1,7 +1,7 @@
-"""Chapter 11's helpers: the dense-versus-block picture of a mask, and the recorded timing table.
+"""Chapter 11's helpers: two more masks, the dense-versus-block picture of a mask, and the recorded timing table.
 
-Each returns data, a string or a ``Figure``, so it is tested without a browser; the notebook only wires
-sliders to :func:`plot_block_mask`.
+Each returns a ``mask_mod``, data, a string or a ``Figure``, so it is tested without a browser; the notebook
+only wires sliders to :func:`plot_block_mask`.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import torch
 import torch.nn.functional as F
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
@@ -20,10 +21,53 @@ from ..flex import FULL, PARTIAL, SKIPPED, MaskMod, block_tiles, dense_mask, sli
 from ..i18n import N_, _, figure_text
 from .tables import display_width
 
-__all__ = ["block_counts", "flex_cost_lines", "load_flex_record", "plot_block_mask", "plot_flex_costs"]
+__all__ = ["block_counts", "document_offsets_mask_mod", "flex_cost_lines", "load_flex_record",
+           "neighborhood_mask_mod", "plot_block_mask", "plot_flex_costs"]
 
 _LABELS = {"dense_sdpa": N_("dense SDPA"), "eager_flex": N_("eager flex"), "compiled_flex": N_("compiled flex")}
 _TILE_COLOURS = ListedColormap(["#f2f2f2", "#f4a259", "#3c6e9f"])  # skipped, partial, full
+
+
+def document_offsets_mask_mod(lengths: list[int], inner: MaskMod) -> MaskMod:
+    """Packed documents with offsets: ``inner`` applied to positions counted from each document's start.
+
+    Tokens see only their own document, and there ``inner`` (causal, a sliding window, ...) sees the
+    positions ``q_idx - start`` and ``kv_idx - start``, as if each document stood alone.
+    """
+    if not isinstance(lengths, (list, tuple)) or not lengths:
+        raise TypeError(f"lengths must be a non-empty list of document lengths, got {lengths!r}")
+    lengths = [require_positive_int("lengths[i]", length) for length in lengths]
+    document = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))  # (sequence,)
+    starts = torch.tensor([0, *lengths[:-1]]).cumsum(0)  # (num_documents,) each document's first position
+
+    def document_offsets(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
+        q_doc, kv_doc = document[q_idx], document[kv_idx]
+        return (q_doc == kv_doc) & inner(b, h, q_idx - starts[q_doc], kv_idx - starts[kv_doc])
+
+    return document_offsets
+
+
+def neighborhood_mask_mod(height: int, width: int, kernel_size: int) -> MaskMod:
+    """2-D neighbourhood attention over a ``height x width`` grid of tokens in row-major order (as NATTEN).
+
+    Each query sees the ``kernel_size x kernel_size`` keys around it; near an edge the window shifts inside the
+    grid instead of shrinking, so every query sees exactly ``kernel_size ** 2`` keys (Hassani et al. 2023).
+    """
+    height, width = require_positive_int("height", height), require_positive_int("width", width)
+    kernel_size = require_positive_int("kernel_size", kernel_size)
+    if kernel_size % 2 == 0 or kernel_size > min(height, width):
+        raise ValueError(f"kernel_size must be odd and at most min(height, width) = {min(height, width)}, "
+                         f"got {kernel_size}")
+    radius = kernel_size // 2
+
+    def neighborhood(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
+        q_row, q_col = q_idx // width, q_idx % width
+        kv_row, kv_col = kv_idx // width, kv_idx % width
+        centre_row = q_row.clamp(radius, height - 1 - radius)  # the window's centre, kept inside the grid
+        centre_col = q_col.clamp(radius, width - 1 - radius)
+        return ((kv_row - centre_row).abs() <= radius) & ((kv_col - centre_col).abs() <= radius)
+
+    return neighborhood
 
 
 def block_counts(seq_len: int, window: int, block_size: int, mask_mod: MaskMod | None = None) -> dict[str, int]:
@@ -85,7 +129,7 @@ def load_flex_record(path: str | Path | None = None) -> dict[str, Any]:
             raise FileNotFoundError(f"no recording in {folder.name}/: run python benchmarks/bench_flex.py --record")
         path = files[-1]
     record = json.loads(Path(path).read_text())
-    for key in ("device_name", "torch", "date", "rows", "compile_s"):
+    for key in ("device_name", "machine", "torch", "date", "rows", "compile_s", "compile_fresh_s"):
         if key not in record:
             raise ValueError(f"the recording {Path(path).name} lacks the field {key!r}")
     return record

@@ -28,17 +28,21 @@ from torch import Tensor
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
-from .._validation import require_bool_mask, require_qk_features, require_qkv, require_tensor
+from .._validation import require_bool, require_bool_mask, require_qk_features, require_qkv, require_tensor
 from ..i18n import N_, figure_text
 
 __all__ = [
     "SoftmaxStep",
     "TileSizeReport",
+    "flash_attention_backward",
+    "flash_attention_forward",
     "full_score_bytes",
+    "io_bytes",
     "measure_peak_bytes",
     "num_tiles",
     "online_softmax",
     "online_softmax_steps",
+    "plot_io_by_tile",
     "plot_memory_by_tile",
     "plot_tiles",
     "tile_size_report",
@@ -130,18 +134,34 @@ def tiled_attention(
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be True or False, got {causal!r}")
     *lead, num_queries, d = queries.shape
-    num_kvpairs, value_dim = values.shape[-2:]
+    num_kvpairs = values.shape[-2]
     if mask is not None:
         target = (*lead, num_queries, num_kvpairs)
         require_bool_mask("mask", mask, target, "(..., num_queries, num_kvpairs)")
         mask = mask.expand(target)  # a view: no copy, but every axis can now be sliced by tile
     queries = queries / math.sqrt(d)  # (..., num_queries, d), scaled once instead of every tile of scores
+    output, _, running_sum = _over_key_tiles(queries, keys, values, tile_size, mask, 0 if causal else None)
+    # a query that saw no visible key has running_sum 0 and output 0: divide by 1 to keep it 0, not NaN
+    return output / running_sum.masked_fill(running_sum == 0, 1.0)[..., None]
+
+
+def _over_key_tiles(queries: Tensor, keys: Tensor, values: Tensor, tile_size: int, mask: Tensor | None,
+                    first_row: int | None) -> tuple[Tensor, Tensor, Tensor]:
+    """The online-softmax loop over key tiles for already scaled queries: (unnormalised output, max, sum).
+
+    ``first_row`` is None without causal masking, else the position of the first query row (its block's
+    offset), so that row ``r`` sees keys ``0..first_row + r``; tiles wholly above the diagonal are skipped.
+    """
+    *lead, num_queries, _ = queries.shape
+    num_kvpairs, value_dim = values.shape[-2:]
     running_max = queries.new_full((*lead, num_queries), -math.inf)  # (..., num_queries)
     running_sum = queries.new_zeros((*lead, num_queries))  # (..., num_queries)
     output = queries.new_zeros((*lead, num_queries, value_dim))  # (..., num_queries, value_dim), unnormalised
-    rows = torch.arange(num_queries, device=queries.device)[:, None]  # (num_queries, 1), for causal
-    # causal: from key num_queries on, every key lies above the diagonal of every query
-    last = min(num_kvpairs, num_queries) if causal else num_kvpairs
+    causal = first_row is not None
+    if causal:
+        rows = torch.arange(first_row, first_row + num_queries, device=queries.device)[:, None]  # (num_queries, 1)
+    # causal: from key first_row + num_queries on, every key lies above the diagonal of every query
+    last = min(num_kvpairs, first_row + num_queries) if causal else num_kvpairs
     for start in range(0, last, tile_size):
         stop = min(start + tile_size, num_kvpairs)
         # (..., num_queries, d) @ (..., d, tile) -> (..., num_queries, tile): the only scores that exist now
@@ -160,8 +180,122 @@ def tiled_attention(
         # (..., num_queries, tile) @ (..., tile, value_dim) -> (..., num_queries, value_dim)
         output = output * rescale[..., None] + weights @ values[..., start:stop, :]
         running_max = new_max
-    # a query that saw no visible key has running_sum 0 and output 0: divide by 1 to keep it 0, not NaN
-    return output / running_sum.masked_fill(running_sum == 0, 1.0)[..., None]
+    return output, running_max, running_sum
+
+
+def flash_attention_forward(queries: Tensor, keys: Tensor, values: Tensor, query_tile: int, key_tile: int,
+                            causal: bool = False) -> tuple[Tensor, Tensor]:
+    """Attention in the FlashAttention-2 order: an outer loop over blocks of queries, an inner one over key tiles.
+
+    Each block of ``query_tile`` queries runs the online softmax of :func:`tiled_attention` over all key
+    tiles and is finished (divided by its sum) before the next block starts; besides the output it keeps
+    one number per query, the log-sum-exp ``m + log(l)`` of its scores, which is all the backward pass needs.
+
+    Shape:
+        - queries: ``(..., num_queries, d)``; keys: ``(..., num_kvpairs, d)``; values: ``(..., num_kvpairs, value_dim)``
+        - output: ``(..., num_queries, value_dim)``; logsumexp: ``(..., num_queries)``
+    """
+    require_qkv(queries, keys, values)
+    require_qk_features(queries, keys)
+    query_tile, key_tile = _require_tile_size(query_tile, "query_tile"), _require_tile_size(key_tile, "key_tile")
+    require_bool("causal", causal)
+    queries = queries / math.sqrt(queries.shape[-1])  # (..., num_queries, d)
+    outputs, logsumexps = [], []
+    for start in range(0, queries.shape[-2], query_tile):
+        block = queries[..., start:start + query_tile, :]  # (..., query_tile, d): one block of queries
+        output, running_max, running_sum = _over_key_tiles(block, keys, values, key_tile, None,
+                                                           start if causal else None)
+        outputs.append(output / running_sum[..., None])  # (..., query_tile, value_dim), finished
+        logsumexps.append(running_max + torch.log(running_sum))  # (..., query_tile)
+    return torch.cat(outputs, dim=-2), torch.cat(logsumexps, dim=-1)
+
+
+def flash_attention_backward(queries: Tensor, keys: Tensor, values: Tensor, output: Tensor, logsumexp: Tensor,
+                             grad_output: Tensor, query_tile: int, key_tile: int,
+                             causal: bool = False) -> tuple[Tensor, Tensor, Tensor]:
+    """Gradients of :func:`flash_attention_forward` with respect to queries, keys and values, tile by tile.
+
+    The weights are never stored: each tile's ``P = exp(S - logsumexp)`` is recomputed from the scores.
+    With ``dP = dO V^T`` and ``D = rowsum(dO * O)``, the softmax's gradient is ``dS = P * (dP - D)``;
+    then ``dV += P^T dO``, ``dK += dS^T Q / sqrt(d)`` and ``dQ += dS K / sqrt(d)``. The outer loop runs over
+    key tiles (each key tile's ``dK``, ``dV`` finish there), the inner one over query blocks, as in FlashAttention-2.
+
+    Shape:
+        - queries, keys, values, output as in :func:`flash_attention_forward`; grad_output like output
+        - logsumexp: ``(..., num_queries)``
+        - returns: gradients shaped like queries, keys and values
+    """
+    require_qkv(queries, keys, values)
+    require_qk_features(queries, keys)
+    query_tile, key_tile = _require_tile_size(query_tile, "query_tile"), _require_tile_size(key_tile, "key_tile")
+    require_bool("causal", causal)
+    scale = 1 / math.sqrt(queries.shape[-1])
+    num_queries, num_kvpairs = queries.shape[-2], keys.shape[-2]
+    delta = (grad_output * output).sum(dim=-1)  # (..., num_queries): D = rowsum(dO * O), once
+    grad_queries, grad_keys, grad_values = (torch.zeros_like(x) for x in (queries, keys, values))
+    for k_start in range(0, num_kvpairs, key_tile):
+        k_stop = min(k_start + key_tile, num_kvpairs)
+        K_t, V_t = keys[..., k_start:k_stop, :], values[..., k_start:k_stop, :]  # (..., tile, d), (..., tile, dv)
+        first_block = (k_start // query_tile) * query_tile if causal else 0  # earlier query blocks see none of it
+        for q_start in range(first_block, num_queries, query_tile):
+            rows = slice(q_start, min(q_start + query_tile, num_queries))
+            scores = queries[..., rows, :] @ K_t.transpose(-2, -1) * scale  # (..., block, tile)
+            if causal:
+                query_pos = torch.arange(rows.start, rows.stop, device=queries.device)[:, None]
+                scores = scores.masked_fill(torch.arange(k_start, k_stop, device=queries.device) > query_pos,
+                                            -math.inf)
+            weights = torch.exp(scores - logsumexp[..., rows, None])  # (..., block, tile): P, recomputed
+            dO = grad_output[..., rows, :]  # (..., block, value_dim)
+            grad_values[..., k_start:k_stop, :] += weights.transpose(-2, -1) @ dO  # (..., tile, value_dim)
+            grad_weights = dO @ V_t.transpose(-2, -1)  # (..., block, tile): dP
+            grad_scores = weights * (grad_weights - delta[..., rows, None])  # (..., block, tile): dS
+            grad_queries[..., rows, :] += grad_scores @ K_t * scale  # (..., block, d)
+            grad_keys[..., k_start:k_stop, :] += grad_scores.transpose(-2, -1) @ queries[..., rows, :] * scale
+    return grad_queries, grad_keys, grad_values
+
+
+def io_bytes(seq_len: int, head_dim: int, query_tile: int | None, dtype: torch.dtype = torch.float32) -> int:
+    """A model of the bytes moved between slow memory (HBM, DRAM) and fast memory (SRAM, cache) by one head.
+
+    ``query_tile=None``: the explicit path, which reads Q and K, writes the scores S, reads S and writes the
+    weights P, reads P and V and writes O: ``4 * n * d + 4 * n**2`` numbers. Otherwise the FlashAttention-2
+    forward pass with blocks of ``query_tile`` queries: Q read and O written once, the log-sum-exp written
+    once, and K and V read once per block of queries: ``2 * n * d + n + 2 * n * d * ceil(n / query_tile)``.
+    With the largest block that fits in M bytes of fast memory (``query_tile`` about M / d) that is the
+    Theta(n**2 d**2 / M) of Dao et al. (2022), Theorem 2. A count, not a measurement.
+    """
+    for name, value in (("seq_len", seq_len), ("head_dim", head_dim)):
+        _require_positive(name, value)
+    n, d = seq_len, head_dim
+    if query_tile is None:
+        numbers = 4 * n * d + 4 * n * n
+    else:
+        numbers = 2 * n * d + n + 2 * n * d * -(-n // _require_tile_size(query_tile, "query_tile"))
+    return numbers * _itemsize(dtype)
+
+
+def plot_io_by_tile(seq_len: int, head_dim: int, dtype: torch.dtype = torch.float32) -> Figure:
+    """The modelled bytes of :func:`io_bytes` for blocks of 1 to ``seq_len`` queries, against the explicit path."""
+    tiles = [2**k for k in range(seq_len.bit_length()) if 2**k <= seq_len]
+    flash = [io_bytes(seq_len, head_dim, t, dtype) / 2**20 for t in tiles]
+    explicit = io_bytes(seq_len, head_dim, None, dtype) / 2**20
+    fig = Figure(figsize=(7, 3.6), layout="constrained")
+    ax = fig.subplots()
+    ax.plot(tiles, flash, "o-", color="#f28e2b", label=figure_text("FlashAttention-2 order: K, V read once per block"))
+    ax.axhline(explicit, color="black", linestyle=":", label=figure_text("explicit: S and P written and read"))
+    ax.axhline(io_bytes(seq_len, head_dim, seq_len, dtype) / 2**20, color="#6b6b6b", linestyle="--",
+               label=figure_text("lower bound: Q, K, V read, O written once"))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+        axis.set_minor_formatter(ticker.NullFormatter())
+    ax.set(xlabel=figure_text("queries per block (query_tile)"), ylabel=figure_text("MiB moved (model)"),
+           title=figure_text("Bytes between slow and fast memory, n={n}, d={d}\n(a model, not a measurement)")
+           .format(n=seq_len, d=head_dim))
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", loc="upper right")
+    return fig
 
 
 def num_tiles(num_kvpairs: int, tile_size: int, *, num_queries: int | None = None, causal: bool = False) -> int:
@@ -285,15 +419,23 @@ def tile_size_report(queries: Tensor, keys: Tensor, values: Tensor, tile_size: i
 
 
 def plot_memory_by_tile(batch_size: int, num_queries: int, num_kvpairs: int, value_dim: int, tile_size: int,
-                        dtype: torch.dtype = torch.float32) -> Figure:
-    """Bytes tiled attention holds for every tile size, the chosen one marked, against the full score matrix."""
+                        dtype: torch.dtype = torch.float32, measured: dict[int, int] | None = None) -> Figure:
+    """Bytes tiled attention holds for every tile size, the chosen one marked, against the full score matrix.
+
+    The line is the count of :func:`tiled_state_bytes`; ``measured`` maps tile sizes to peaks measured
+    with :func:`measure_peak_bytes`, drawn as points beside it.
+    """
     sizes = list(range(1, num_kvpairs + 1))
     held = [tiled_state_bytes(batch_size, num_queries, num_kvpairs, value_dim, t, dtype) / 2**20 for t in sizes]
     full = full_score_bytes(batch_size, num_queries, num_kvpairs, dtype) / 2**20
     chosen = tiled_state_bytes(batch_size, num_queries, num_kvpairs, value_dim, tile_size, dtype) / 2**20
-    fig = Figure(figsize=(7, 3.6), layout="constrained")
+    fig = Figure(figsize=(7, 4.2), layout="constrained")
     ax = fig.subplots()
-    ax.plot(sizes, held, color="#f28e2b", label=figure_text("tiled: one tile of scores + running state"))
+    ax.plot(sizes, held, color="#f28e2b", label=figure_text("tiled, counted: one tile of scores + running state"))
+    if measured:
+        tiles = sorted(measured)
+        ax.plot(tiles, [measured[t] / 2**20 for t in tiles], "s", color="#4e79a7", markersize=5,
+                label=figure_text("tiled, measured peak (eager PyTorch)"))
     ax.axhline(full, color="#6b6b6b", linestyle="--", label=figure_text("explicit: the whole score matrix"))
     ax.axhline(2 * full, color="black", linestyle=":", label=figure_text("explicit: scores and weights"))
     ax.plot([tile_size], [chosen], "o", color="#f28e2b", markeredgecolor="black", markersize=9,
@@ -307,7 +449,7 @@ def plot_memory_by_tile(batch_size: int, num_queries: int, num_kvpairs: int, val
         axis.set_major_formatter(ticker.FormatStrFormatter("%g"))
         axis.set_minor_formatter(ticker.NullFormatter())
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left")
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)  # below: no line covered
     return fig
 
 
@@ -341,6 +483,7 @@ def plot_tiles(num_queries: int, num_kvpairs: int, tile_size: int, step: int, *,
             for j in range(i + 1, min(num_kvpairs, num_queries)):
                 grid_ax.add_patch(mpatches.Rectangle((j, i), 1, 1, facecolor="none", hatch="///",
                                                      edgecolor="#555555", linewidth=0))
+    grid_ax.set_xticks(range(0, num_kvpairs + 1, tile_size))  # labelled ticks on the tile borders
     grid_ax.set_xticks(range(num_kvpairs + 1), minor=True)
     grid_ax.set_yticks(range(num_queries + 1), minor=True)
     grid_ax.grid(which="minor", color="#999999", linewidth=0.4)
@@ -384,12 +527,12 @@ def _finite(new_max: Tensor) -> Tensor:
     return new_max.masked_fill(new_max == -math.inf, 0.0)
 
 
-def _require_tile_size(tile_size: object) -> int:
+def _require_tile_size(tile_size: object, name: str = "tile_size") -> int:
+    what = "queries per block" if name == "query_tile" else "key-value pairs per tile"
     if isinstance(tile_size, bool) or not isinstance(tile_size, int):
-        raise TypeError(f"tile_size must be an int (key-value pairs per tile), got {type(tile_size).__name__} "
-                        f"{tile_size!r}")
+        raise TypeError(f"{name} must be an int ({what}), got {type(tile_size).__name__} {tile_size!r}")
     if tile_size < 1:
-        raise ValueError(f"tile_size must be at least 1 (key-value pairs per tile), got {tile_size}")
+        raise ValueError(f"{name} must be at least 1 ({what}), got {tile_size}")
     return tile_size
 
 

@@ -75,6 +75,13 @@ def check_tiled_bytes(fn: Any) -> None:
             _("that counts entries; each float32 entry takes 4 bytes."),
         lambda b, nq, nkv, dv, t: b * nq * (t + 2 + dv) * 4:
             _("a tile cannot hold more keys than there are: use min(tile_size, num_kvpairs)."),
+        lambda b, nq, nkv, dv, t: b * nq * (2 * min(t, nkv) + 2 + dv) * 4:
+            _("you counted two tiles, the scores and their weights exp(S - m'). The algorithm can overwrite the "
+              "scores with the weights, so it needs one tile (eager PyTorch keeps both, which is why section 5 "
+              "measured more than it counted)."),
+        lambda b, nq, nkv, dv, t: b * nq * (2 * min(t, nkv) + dv) * 4:
+            _("you counted two tiles (scores and weights) but no running maximum and sum: the algorithm needs one "
+              "tile, plus one maximum and one sum per query row."),
     }, success=_("batch_size * num_queries * (min(tile_size, num_kvpairs) + 2 + value_dim) * 4 bytes."))
 
 

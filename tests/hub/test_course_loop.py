@@ -1,0 +1,184 @@
+"""A course on a real JupyterHub (``make test-hub``): release, fetch, submit, collect, autograde, with students.
+
+Every step is a REST call of one user with that user's own token, through the hub's proxy, to JupyterHub's API,
+to the nbgrader extensions of the user's JupyterLab (Assignments: fetch, submit) or to the formgrader, a hub
+service only the instructor may open (release, collect, autograde, the gradebook's submissions). The files move
+through nbgrader's exchange. Then a student signs in with the browser and opens the fetched assignment.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from urllib.parse import urlencode
+
+import nbformat
+import psutil
+import pytest
+from conftest import CHAPTER, ROOT, Hub
+
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+from lab_helpers import EXERCISE_TEXT, STDERR, STDOUT, menu_command, new_page, screenshot  # noqa: E402
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+from test_nbgrader import RIGHT_CH08, WRONG_CH08, fill_in  # noqa: E402
+
+COURSE = "mha-notebooks"
+ASSIGNMENT = "ch08"
+FORMGRADER = f"services/{COURSE}/formgrader/api"
+NOTEBOOK = f"{ASSIGNMENT}/{CHAPTER.name}"  # where nbgrader's fetch puts it in the student's home
+KERNEL_TIMEOUT_MS = 120_000  # a cold kernel that imports torch on 2 busy cores
+RUN_TIMEOUT_MS = 300_000
+
+
+def assignments(hub: Hub, student: str, action: str = "") -> list[dict]:
+    """nbgrader's Assignments extension in the student's JupyterLab: list, fetch or submit this course's ch08."""
+    query = urlencode({"course_id": COURSE, "assignment_id": ASSIGNMENT})
+    if action:
+        answer = hub.ok("POST", f"user/{student}/assignments/{action}?{query}", student, body={})
+    else:
+        answer = hub.ok("GET", f"user/{student}/assignments?{query}", student)
+    assert answer["success"], answer
+    return [a for a in answer["value"] if a["assignment_id"] == ASSIGNMENT]
+
+
+@pytest.fixture(scope="module")
+def released(hub: Hub) -> Hub:
+    """The instructor releases ch08 from the formgrader, into the exchange."""
+    answer = hub.ok("POST", f"{FORMGRADER}/assignment/{ASSIGNMENT}/release", "instructor")
+    assert answer["success"], answer["log"]
+    return hub
+
+
+def fetch(hub: Hub, student: str) -> None:
+    hub.start_server(student)
+    fetched = assignments(hub, student, "fetch")
+    assert [a["status"] for a in fetched] == ["fetched"]
+    assert [n["path"] for n in fetched[0]["notebooks"]] == [NOTEBOOK]
+
+
+# --- the hub ------------------------------------------------------------------------------------------------------
+
+def test_hub_and_proxy_listen_on_loopback_only(hub: Hub):
+    processes = [psutil.Process(hub.process.pid), *psutil.Process(hub.process.pid).children(recursive=True)]
+    addresses = {connection.laddr.ip for process in processes for connection in process.net_connections("inet")
+                 if connection.status == psutil.CONN_LISTEN}
+    assert addresses == {"127.0.0.1"}
+    assert any("configurable-http-proxy" in " ".join(p.cmdline()) for p in processes)
+
+
+def test_nobody_signs_in_without_the_password(hub: Hub):
+    for user, password in [("student1", "not-the-password"), ("student1", hub.passwords["instructor"]),
+                           ("instructor", hub.passwords["student1"]), ("stranger", hub.passwords["student1"])]:
+        status, _ = hub.call("POST", f"hub/api/users/{user}/tokens",
+                             body={"auth": {"username": user, "password": password}})
+        assert status == 403, f"{user} got a token with a wrong password"
+
+
+def test_only_the_instructor_opens_the_formgrader(hub: Hub):
+    assert hub.call("GET", f"{FORMGRADER}/assignments", "student1")[0] == 403
+    assert hub.call("GET", f"{FORMGRADER}/assignments")[0] in (302, 403)  # no token: the hub's login, or refused
+    names = [a["name"] for a in hub.ok("GET", f"{FORMGRADER}/assignments", "instructor")]
+    assert names == [ASSIGNMENT]
+    # A student's own JupyterLab has the Assignments extension, and no formgrader of its own
+    hub.start_server("student1")
+    assert hub.call("GET", "user/student1/formgrader/api/assignments", "student1")[0] == 404
+    assert hub.call("GET", f"user/student1/assignments?course_id={COURSE}", "student1")[0] == 200
+
+
+# --- the course loop ----------------------------------------------------------------------------------------------
+
+def test_release_fetch_submit_collect_autograde(released: Hub):
+    """Two students fetch ch08; one submits right answers, one a wrong one; the gradebook says 3 of 3 and 2 of 3."""
+    hub = released
+    answers = {"student1": RIGHT_CH08, "student2": WRONG_CH08}
+    for student, answer in answers.items():
+        fetch(hub, student)
+        # The student answers in their own copy, saved through JupyterLab's contents API, and submits it.
+        url = f"user/{student}/api/contents/{NOTEBOOK}"
+        nb = nbformat.from_dict(hub.ok("GET", url, student)["content"])
+        hub.ok("PUT", url, student, body={"type": "notebook", "format": "json", "content": fill_in(nb, answer)})
+        (submitted,) = [a for a in assignments(hub, student, "submit") if a["status"] == "submitted"]
+        assert submitted["student_id"] == student  # the hub user, not the system user the servers run as
+
+    answer = hub.ok("POST", f"{FORMGRADER}/assignment/{ASSIGNMENT}/collect", "instructor")
+    assert answer["success"], answer["log"]
+    for student in answers:
+        answer = hub.ok("POST", f"{FORMGRADER}/submission/{ASSIGNMENT}/{student}/autograde", "instructor")
+        assert answer["success"], answer["log"]
+
+    submissions = {s["student"]: s for s in hub.ok("GET", f"{FORMGRADER}/submissions/{ASSIGNMENT}", "instructor")}
+    assert {name: (s["score"], s["max_score"]) for name, s in submissions.items() if name in answers} == {
+        "student1": (3, 3), "student2": (2, 3)}
+    assert all(s["autograded"] for name, s in submissions.items() if name in answers)
+    # The same scores in nbgrader's gradebook file of the course folder, read with nbgrader's own API.
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{hub.state / 'course' / 'gradebook.db'}") as gradebook:
+        assert {s: gradebook.find_submission(ASSIGNMENT, s).score for s in answers} == {"student1": 3, "student2": 2}
+
+
+# --- a student in the browser -------------------------------------------------------------------------------------
+
+# Settings the student would not change, as tests/browser sets them: every cell in the page, no news pop-up.
+LAB_SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": '{"windowingMode": "none"}',
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": '{"fetchNews": "false", '
+                                                                        '"checkForUpdates": false}',
+}
+
+
+def test_student_opens_the_fetched_assignment_unsolved(released: Hub, chromium_executable: str, screenshots: Path):
+    """student3 signs in, opens ch08 as fetched, runs it: the answers are nbgrader's stubs, the checker says not yet."""
+    hub = released
+    student = "student3"
+    settings = hub.state / "home" / student / ".jupyter" / "lab" / "user-settings"
+    for name, text in LAB_SETTINGS.items():
+        (settings / name).parent.mkdir(parents=True, exist_ok=True)
+        (settings / name).write_text(text)
+    fetch(hub, student)
+    cells = nbformat.read(hub.state / "home" / student / NOTEBOOK, as_version=4).cells
+    answer_cells = [i for i, c in enumerate(cells) if c.metadata.get("nbgrader", {}).get("solution")]
+    first_answer = answer_cells[0]  # exercise 1: a function whose body is nbgrader's stub, its checker below
+    assert cells[first_answer + 1].metadata["nbgrader"]["grade"]
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_executable, headless=True)
+        page = new_page(browser)
+        try:
+            page.goto(f"{hub.url}hub/login")
+            page.fill("#username_input", student)
+            page.fill("#password_input", hub.passwords[student])
+            page.click("#login_submit")
+            page.wait_for_url(f"{hub.url}user/{student}/lab**")
+            page.goto(f"{hub.url}user/{student}/lab/tree/{NOTEBOOK}")
+            panel = page.locator(".jp-NotebookPanel")
+            expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute(
+                "data-status", "idle", timeout=KERNEL_TIMEOUT_MS)
+            cell = panel.locator(".jp-Cell")
+            expect(cell).to_have_count(len(cells))
+            for index in answer_cells:  # unsolved: nbgrader's stub where the instructor's solution was
+                expect(cell.nth(index).locator(".cm-content")).to_contain_text("YOUR CODE HERE")
+            expect(panel.locator(".jp-OutputArea-output")).to_have_count(0)  # released without outputs
+            screenshot(page, screenshots / "hub-1-fetched-assignment.png")
+
+            # The student's Nbgrader menu lists the assignments, not the formgrader (hub/jupyter/student/labconfig)
+            page.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+            items = page.locator(".lm-Menu .lm-Menu-itemLabel")
+            expect(items.filter(has_text="Assignment List")).to_have_count(1)
+            expect(items.filter(has_text="Formgrader")).to_have_count(0)
+            page.keyboard.press("Escape")
+            expect(page.locator(".lm-Menu")).to_have_count(0)
+
+            panel.locator(".jp-Cell").first.click()  # the notebook has the focus, so its commands are enabled
+            menu_command(page, "Run", "Run All Cells")
+            checker = cell.nth(first_answer + 1)
+            expect(checker.locator(STDOUT)).to_contain_text(EXERCISE_TEXT["en"]["not yet"], timeout=RUN_TIMEOUT_MS)
+            # Run All stops at the next answer cell, whose stub raises where the student has not answered yet.
+            expect(cell.nth(answer_cells[1]).locator(STDERR)).to_contain_text("NotImplementedError",
+                                                                               timeout=RUN_TIMEOUT_MS)
+            screenshot(checker, screenshots / "hub-2-checker-not-yet.png")
+        except BaseException:
+            page.screenshot(path=screenshots / "hub-failure.png")
+            raise
+        finally:
+            browser.close()
