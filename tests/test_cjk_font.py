@@ -118,3 +118,35 @@ def test_binder_installs_the_font_the_library_looks_for():
     packages = [line.partition("#")[0].strip() for line in lines if line.partition("#")[0].strip()]
     assert "fonts-noto-cjk" in packages
     assert "Noto Sans CJK JP" in i18n.CJK_FONTS and "NotoSansCJK" in i18n._CJK_FILES
+
+
+def english_figure_text(notebook: Path, translated: dict[str, str]) -> list[str]:
+    """Texts of the notebook's stored SVG figures that the library catalogue translates, yet drawn in English."""
+    import html
+    import json
+
+    found = []
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        for output in cell.get("outputs", []):
+            svg = output.get("data", {}).get("image/svg+xml")
+            if svg:
+                svg = "".join(svg) if isinstance(svg, list) else svg
+                found += [text for text in map(html.unescape, re.findall(r"<text\b[^>]*>([^<]+)</text>", svg))
+                          if text in translated]
+    return found
+
+
+CHINESE_NOTEBOOKS = sorted((ROOT / "zh-CN").glob("*/[0-9][0-9]_*.ipynb"))
+
+
+@pytest.mark.parametrize("notebook", CHINESE_NOTEBOOKS, ids=lambda path: f"{path.parent.name}/{path.name[:2]}")
+def test_the_stored_chinese_figures_were_drawn_with_a_cjk_font(notebook):
+    # Executed where no CJK font is installed (nbconvert is not told: see above), a Chinese chapter silently stores
+    # English figures. SVG figures keep their text as text, so the catalogue's English labels show it.
+    polib = pytest.importorskip("polib")
+    catalogue = polib.pofile(str(ROOT / "mha_lib" / "locale" / "zh_CN" / "LC_MESSAGES" / "mha_lib.po"))
+    translated = {entry.msgid: entry.msgstr for entry in catalogue if entry.msgstr and entry.msgstr != entry.msgid}
+    english = english_figure_text(notebook, translated)
+    assert not english, (f"{notebook.relative_to(ROOT)} stores figures with English labels that have a Chinese "
+                         f"translation, {sorted(set(english))[:4]}: it was executed without a CJK font. Install "
+                         "one (sudo apt install fonts-noto-cjk) and execute the Chinese edition again (make zh)")
