@@ -31,6 +31,7 @@ CHAPTER_HEADERS = (
     N_("cache bytes per token (float32)"), N_("bytes per token"), N_("explicit (ms)"), N_("fused (ms)"),
     N_("explicit / fused"), N_("one score tensor (MiB)"), N_("tiles"), N_("counted bytes"),
     N_("measured peak bytes"), N_("tiled, measured peak bytes"), N_("explicit, measured peak bytes"), N_("value"),
+    N_("new tokens"), N_("speed-up"),
 )
 
 
