@@ -231,6 +231,8 @@ def test_curves_plot_and_summary():
     fig = plot_cache_bytes(lens, curves, references={"weights": 2**30, "GPU": 2**31})
     assert [line.get_ydata()[0] for line in fig.axes[0].lines[-2:]] == [1, 2]  # GiB
     assert "computed" in fig.axes[0].get_ylabel()
+    bottom, top = fig.axes[0].get_ylim()
+    assert bottom < min(mqa) / 2**30 and top >= 2 * 2  # every curve and both lines inside, room for the label
     text = memory_summary(num_layers=32, num_heads=32, num_kv_heads=8, head_dim=128, kv_lora_rank=512,
                           context_len=8192, batch_size=1, dtype="bfloat16")
     assert "131,072 bytes per token" in text and "1.000 GiB" in text

@@ -1,5 +1,5 @@
-"""Chapter 09's helpers: a KV cache and token-by-token generation, multi-head latent attention (MLA),
-and the KV-cache memory calculator with its widget.
+"""Chapter 09's helpers: a KV cache and its sliding-window (rolling-buffer) form, token-by-token generation,
+multi-head latent attention (MLA), and the KV-cache memory calculator with its widget.
 
 Dimension names as in :mod:`mha_lib.grouped`; in addition
 
@@ -444,10 +444,11 @@ def plot_cache_bytes(context_lens: Sequence[int], curves: dict[str, list[int]], 
     for label, nbytes in (references or {}).items():
         ax.axhline(nbytes / 2**30, color="0.4", linestyle="--", linewidth=1)
         ax.text(context_lens[0], nbytes / 2**30 * 1.15, label, fontsize="small", color="0.3")
-    if references:  # room above the highest line for its label
-        ax.set_ylim(top=2 * max(*(v / 2**30 for v in references.values()), *(max(v) / 2**30 for v in curves.values())))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
+    if references:  # room above the highest line for its label
+        highest = max(*references.values(), *(max(values) for values in curves.values()))
+        ax.set_ylim(top=2 * highest / 2**30)
     ax.set_xlabel(figure_text("context length (tokens)"))
     ax.set_ylabel(figure_text("KV cache (GiB, computed)"))
     ax.set_title(title or figure_text("KV-cache memory against context length"))
