@@ -54,6 +54,8 @@ def test_decoder_bad_input():
         model(torch.zeros(1, 3))
     with pytest.raises(TypeError, match="tokens must be a 2-D tensor of int64 ids"):
         model([1, 2, 3])
+    with pytest.raises(ValueError, match=r"tokens must be ids in \[0, 49\], got ids from 0 to 50"):
+        model(torch.tensor([[0, 50]]))
     with pytest.raises(ValueError, match="max_len=64"):
         model(torch.zeros(1, 65, dtype=torch.long))
     with pytest.raises(ValueError, match="one cache per block"):

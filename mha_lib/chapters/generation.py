@@ -90,6 +90,10 @@ class TinyDecoder(nn.Module):
             got = f"{tokens.dtype} of shape {tuple(tokens.shape)}" if isinstance(tokens, Tensor) else \
                 type(tokens).__name__
             raise TypeError(f"tokens must be a 2-D tensor of int64 ids, (batch_size, num_new), got {got}")
+        vocab_size = self.token_embedding.num_embeddings
+        if tokens.numel() and not 0 <= tokens.min() <= tokens.max() < vocab_size:
+            raise ValueError(f"tokens must be ids in [0, {vocab_size - 1}], got ids from {tokens.min().item()} "
+                             f"to {tokens.max().item()}")
         if caches is not None and len(caches) != len(self.blocks):
             raise ValueError(f"caches must hold one cache per block ({len(self.blocks)}), got {len(caches)}")
         start = 0 if caches is None else caches[0].seen  # the position of the first new token
