@@ -31,6 +31,7 @@ def test_kv_head_answer(capsys):
     expect_hint(run(capsys, ch09.check_kv_head_answer, tuple(i % 2 for i in range(8))), "order of repeat()")
     expect_hint(run(capsys, ch09.check_kv_head_answer, tuple(i // 2 for i in range(8))), "divide by the group size")
     expect_hint(run(capsys, ch09.check_kv_head_answer, tuple(range(8))), "that is multi-head attention")
+    expect_hint(run(capsys, ch09.check_kv_head_answer, (1, 1, 1, 1, 2, 2, 2, 2)), "numbered from 0")
     expect_hint(run(capsys, ch09.check_kv_head_answer, (0, 0, 0, 0, ..., 1, 1, 1)), "replace each ...")
 
 

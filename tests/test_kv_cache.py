@@ -11,6 +11,7 @@ from mha_lib.chapters.kv_cache import (
     MODELS,
     KVCache,
     MultiHeadLatentAttention,
+    SlidingWindowKVCache,
     attend_with_cache,
     cache_curves,
     conversion_error,
@@ -25,6 +26,7 @@ from mha_lib.chapters.kv_cache import (
     plot_cache_bytes,
     plot_head_sharing,
 )
+from mha_lib.flex import dense_mask, sliding_window_mask_mod
 
 TIGHT = {"rtol": 1e-10, "atol": 1e-12}
 
@@ -57,6 +59,61 @@ def test_attend_with_cache_in_chunks_equals_one_causal_pass():
     assert len(cache) == 9
     k = gqa.W_k(x).unflatten(-1, (2, 4)).transpose(1, 2)
     torch.testing.assert_close(cache.keys, k, **TIGHT)
+
+
+def test_append_returns_the_causal_mask_shifted_by_the_past():
+    cache = KVCache(1, 1, 2, 6)
+    cache.append(torch.zeros(1, 1, 2, 2), torch.zeros(1, 1, 2, 2))
+    keys, values, mask = cache.append(torch.ones(1, 1, 3, 2), torch.ones(1, 1, 3, 2))
+    assert keys.shape == values.shape == (1, 1, 5, 2) and cache.seen == len(cache) == 5
+    assert mask.tolist() == [[True, True, True, False, False], [True, True, True, True, False], [True] * 5]
+
+
+def window_reference(gqa: GroupedQueryAttention, x: torch.Tensor, window: int) -> torch.Tensor:
+    """Full attention over the whole sequence under a dense sliding-window mask (chapter 11's mask_mod)."""
+    n = x.shape[1]
+    mask = dense_mask(sliding_window_mask_mod(window, causal=True), 1, 1, n, n)[0]  # (1, n, n)
+    return gqa(x, x, x, attn_mask=mask)
+
+
+@pytest.mark.parametrize("window", [1, 3, 4, 20])
+@pytest.mark.parametrize("chunks", [(1,) * 11, (4, 1, 1, 5), (11,), (2, 7, 2)])
+def test_sliding_window_cache_equals_full_attention_under_a_window_mask(window, chunks):
+    torch.manual_seed(window)
+    gqa = layer(2)
+    x = torch.randn(2, 11, 24, dtype=torch.float64)
+    cache = SlidingWindowKVCache(2, 2, 4, window, dtype=torch.float64)
+    pieces, start = [], 0
+    for size in chunks:
+        pieces.append(attend_with_cache(gqa, x[:, start:start + size], cache))
+        start += size
+        assert len(cache) == min(start, window) and cache.seen == start  # the buffer never holds more
+    torch.testing.assert_close(torch.cat(pieces, dim=1), window_reference(gqa, x, window), **TIGHT)
+    # the buffer holds the keys of the last `window` positions, position p in slot p % window
+    k = gqa.W_k(x).unflatten(-1, (2, 4)).transpose(1, 2)
+    kept = list(range(max(0, 11 - window), 11))
+    torch.testing.assert_close(cache.keys[:, :, [p % window for p in kept]], k[:, :, kept], **TIGHT)
+
+
+def test_sliding_window_definition_counts_window_keys_itself_included():
+    cache = SlidingWindowKVCache(1, 1, 1, 3)
+    _keys, _values, mask = cache.append(torch.zeros(1, 1, 6, 1), torch.zeros(1, 1, 6, 1))
+    assert mask.sum(dim=1).tolist() == [1, 2, 3, 3, 3, 3]  # query i sees i-2, i-1, i
+    assert mask[5].nonzero().flatten().tolist() == [3, 4, 5]
+    _keys, _values, mask = cache.append(torch.zeros(1, 1, 1, 1), torch.zeros(1, 1, 1, 1))
+    assert mask.shape == (1, 4) and mask.sum().item() == 3  # 3 buffered + 1 new key, the oldest out of the window
+
+
+def test_sliding_window_cache_bad_input():
+    with pytest.raises(ValueError, match="window must be a positive int"):
+        SlidingWindowKVCache(1, 1, 1, 0)
+    cache = SlidingWindowKVCache(1, 2, 4, 3)
+    with pytest.raises(ValueError, match=r"keys must have shape .* = \(1, 2, num_new, 4\)"):
+        cache.append(torch.zeros(1, 1, 1, 4), torch.zeros(1, 1, 1, 4))
+    with pytest.raises(TypeError, match="dtype torch.float64 but the cache holds torch.float32"):
+        cache.append(torch.zeros(1, 2, 1, 4, dtype=torch.float64), torch.zeros(1, 2, 1, 4, dtype=torch.float64))
+    with pytest.raises(TypeError, match="cache must be a KVCache"):
+        attend_with_cache(layer(2), torch.zeros(1, 1, 24, dtype=torch.float64), "cache")
 
 
 def test_cache_bytes_match_the_formula_and_the_tensors():
@@ -171,6 +228,11 @@ def test_curves_plot_and_summary():
     assert [m // q for m, q in zip(mha, mqa, strict=True)] == [8, 8, 8]
     assert mla[0] == 4 * 32 * 128 * 2
     assert isinstance(plot_cache_bytes(lens, curves), Figure)
+    fig = plot_cache_bytes(lens, curves, references={"weights": 2**30, "GPU": 2**31})
+    assert [line.get_ydata()[0] for line in fig.axes[0].lines[-2:]] == [1, 2]  # GiB
+    assert "computed" in fig.axes[0].get_ylabel()
+    bottom, top = fig.axes[0].get_ylim()
+    assert bottom < min(mqa) / 2**30 and top >= 2 * 2  # every curve and both lines inside, room for the label
     text = memory_summary(num_layers=32, num_heads=32, num_kv_heads=8, head_dim=128, kv_lora_rank=512,
                           context_len=8192, batch_size=1, dtype="bfloat16")
     assert "131,072 bytes per token" in text and "1.000 GiB" in text

@@ -1,5 +1,5 @@
-"""Chapter 09's helpers: a KV cache and token-by-token generation, multi-head latent attention (MLA),
-and the KV-cache memory calculator with its widget.
+"""Chapter 09's helpers: a KV cache and its sliding-window (rolling-buffer) form, token-by-token generation,
+multi-head latent attention (MLA), and the KV-cache memory calculator with its widget.
 
 Dimension names as in :mod:`mha_lib.grouped`; in addition
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import ipywidgets as widgets
 import torch
@@ -31,6 +31,7 @@ __all__ = [
     "MODELS",
     "KVCache",
     "MultiHeadLatentAttention",
+    "SlidingWindowKVCache",
     "attend_with_cache",
     "conversion_error",
     "cache_curves",
@@ -107,7 +108,8 @@ class KVCache:
         # Reserved once: appending writes into it, nothing is copied as the cache grows.
         self._keys = torch.zeros(batch_size, num_kv_heads, max_len, head_dim, dtype=dtype, device=device)
         self._values = torch.zeros_like(self._keys)
-        self.length = 0
+        self.length = 0  # tokens held
+        self.seen = 0  # tokens appended so far: the position of the next token
 
     def __len__(self) -> int:
         return self.length
@@ -125,14 +127,29 @@ class KVCache:
         """Bytes of the keys and values held (the filled part)."""
         return (self.keys.numel() + self.values.numel()) * self._keys.element_size()
 
-    def append(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
-        """Store the keys and values of new tokens; return those of every token so far.
+    def append(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Store the keys and values of new tokens; return those of every token so far, and which each new token sees.
 
         Shape:
             - keys, values: ``(batch_size, num_kv_heads, num_new, head_dim)``
-            - returned: ``(batch_size, num_kv_heads, len(cache), head_dim)`` each
+            - returned keys, values: ``(batch_size, num_kv_heads, len(cache), head_dim)`` each
+            - returned mask: ``(num_new, len(cache))``, boolean, True = may attend (causal)
         """
-        batch_size, num_kv_heads, max_len, head_dim = self._keys.shape
+        num_new = self._check_new(keys, values)
+        past, end = self.length, self.length + num_new
+        if end > self._keys.shape[2]:
+            raise ValueError(f"the cache holds at most max_len={self._keys.shape[2]} tokens; it has {past}, "
+                             f"and {num_new} more do not fit")
+        self._keys[:, :, past:end] = keys  # writes into the reserved memory
+        self._values[:, :, past:end] = values
+        self.length = self.seen = end
+        # New token i sits at position past + i and may see positions 0 .. past + i (a causal mask shifted right).
+        mask = torch.ones(num_new, end, dtype=torch.bool, device=keys.device).tril(diagonal=past)
+        return self.keys, self.values, mask
+
+    def _check_new(self, keys: Tensor, values: Tensor) -> int:
+        """Check that ``keys`` and ``values`` fit this cache; return the number of new tokens."""
+        batch_size, num_kv_heads, _max_len, head_dim = self._keys.shape
         layout = "(batch_size, num_kv_heads, num_new, head_dim)"
         for name, x in (("keys", keys), ("values", values)):
             require_tensor(name, x, 4, layout)
@@ -145,20 +162,62 @@ class KVCache:
         if keys.shape[2] != values.shape[2]:
             raise ValueError(f"keys and values must hold the same number of new tokens, "
                              f"got {keys.shape[2]} and {values.shape[2]}")
-        end = self.length + keys.shape[2]
-        if end > max_len:
-            raise ValueError(f"the cache holds at most max_len={max_len} tokens; it has {self.length}, "
-                             f"and {keys.shape[2]} more do not fit")
-        self._keys[:, :, self.length:end] = keys  # writes into the reserved memory
-        self._values[:, :, self.length:end] = values
-        self.length = end
-        return self.keys, self.values
+        return keys.shape[2]
+
+
+class SlidingWindowKVCache(KVCache):
+    """A rolling buffer of the keys and values of the last ``window`` tokens (Mistral 7B's sliding-window cache).
+
+    The token at position i sees the ``window`` positions j with ``i - window < j <= i``, itself included,
+    as ``mha_lib.flex.sliding_window_mask_mod(window, causal=True)``. Position p is stored in slot
+    ``p % window``, overwriting position ``p - window``, which no later token sees: the memory stops growing.
+
+    Shape:
+        - keys, values (each): ``(batch_size, num_kv_heads, min(seen, window), head_dim)``, in slot order
+    """
+
+    def __init__(self, batch_size: int, num_kv_heads: int, head_dim: int, window: int, *,
+                 dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> None:
+        self.window = require_positive_int("window", window)
+        super().__init__(batch_size, num_kv_heads, head_dim, window, dtype=dtype, device=device)
+        self._positions = torch.full((window,), -1, device=self._keys.device)  # the position in each slot
+
+    @property
+    def positions(self) -> Tensor:
+        """The position of the token in each filled slot: ``(min(seen, window),)``."""
+        return self._positions[:self.length]
+
+    def append(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Keys and values of the buffered and the new tokens, and which of them each new token sees.
+
+        Shape:
+            - keys, values: ``(batch_size, num_kv_heads, num_new, head_dim)``
+            - returned keys, values: ``(batch_size, num_kv_heads, min(seen, window) + num_new, head_dim)``,
+              buffered tokens first (in slot order), then the new ones
+            - returned mask: ``(num_new, min(seen, window) + num_new)``, boolean, True = may attend
+        """
+        num_new = self._check_new(keys, values)
+        new_positions = torch.arange(self.seen, self.seen + num_new, device=self._keys.device)
+        key_positions = torch.cat([self.positions, new_positions])
+        all_keys = torch.cat([self.keys, keys], dim=2)  # a copy: the buffer is overwritten below
+        all_values = torch.cat([self.values, values], dim=2)
+        distance = new_positions[:, None] - key_positions[None, :]  # (num_new, keys): query minus key position
+        mask = (distance >= 0) & (distance < self.window)
+        keep = slice(max(0, num_new - self.window), num_new)  # of the new tokens, only the last `window` stay
+        slots = new_positions[keep] % self.window
+        self._keys[:, :, slots] = keys[:, :, keep]
+        self._values[:, :, slots] = values[:, :, keep]
+        self._positions[slots] = new_positions[keep]
+        self.seen += num_new
+        self.length = min(self.seen, self.window)
+        return all_keys, all_values, mask
 
 
 def attend_with_cache(layer: GroupedQueryAttention, x: Tensor, cache: KVCache) -> Tensor:
     """Causal self-attention of new tokens over the cached ones and themselves; their keys and values join the cache.
 
-    Only the new tokens are projected: the keys and values of the earlier ones come from the cache.
+    Only the new tokens are projected: the keys and values of the earlier ones come from the cache, and
+    the cache says which of them each new token may see.
 
     Shape:
         - x: ``(batch_size, num_new, query_size)``
@@ -172,14 +231,11 @@ def attend_with_cache(layer: GroupedQueryAttention, x: Tensor, cache: KVCache) -
     for name in ("W_q", "W_k", "W_v"):
         require_features("x", x, getattr(layer, name).in_features, f"{name}.in_features")
     require_layer_dtype("x", x, layer.W_q.weight)
-    num_new, past = x.shape[1], len(cache)
     heads, kv_heads, head_dim = layer.num_heads, layer.num_kv_heads, layer.head_dim
     queries = layer.W_q(x).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, new, head_dim)
     keys = layer.W_k(x).unflatten(-1, (kv_heads, head_dim)).transpose(1, 2)  # -> (batch, kv_heads, new, head_dim)
     values = layer.W_v(x).unflatten(-1, (kv_heads, head_dim)).transpose(1, 2)
-    keys, values = cache.append(keys, values)  # -> (batch, kv_heads, past + new, head_dim)
-    # New token i sits at position past + i and may see positions 0 .. past + i (a causal mask shifted right).
-    mask = torch.ones(num_new, past + num_new, dtype=torch.bool, device=x.device).tril(diagonal=past)
+    keys, values, mask = cache.append(keys, values)  # -> (batch, kv_heads, past + new, head_dim), (new, past + new)
     output = layer.attend(queries, keys, values, mask)  # (batch, heads, new, head_dim)
     return layer.W_o(output.transpose(1, 2).flatten(2))  # -> (batch, new, num_hiddens)
 
@@ -375,19 +431,29 @@ def cache_curves(context_lens: Sequence[int], *, num_layers: int, num_heads: int
     return curves
 
 
-def plot_cache_bytes(context_lens: Sequence[int], curves: dict[str, list[int]], title: str = "") -> Figure:
-    """KV-cache GiB against context length, one line per design."""
+def plot_cache_bytes(context_lens: Sequence[int], curves: dict[str, list[int]], title: str = "",
+                     references: Mapping[str, float] | None = None) -> Figure:
+    """KV-cache GiB against context length, one line per design, computed from the formulas (nothing measured).
+
+    ``references``: horizontal lines to compare with, a label and a number of bytes each (e.g. the weights).
+    """
     fig = Figure(figsize=(7, 4))
     ax = fig.add_subplot()
     for (name, values), style in zip(curves.items(), ("-o", "-s", "-^", "-D"), strict=False):
         ax.plot(context_lens, [v / 2**30 for v in values], style, label=name, markersize=4)
+    for label, nbytes in (references or {}).items():
+        ax.axhline(nbytes / 2**30, color="0.4", linestyle="--", linewidth=1)
+        ax.text(context_lens[0], nbytes / 2**30 * 1.15, label, fontsize="small", color="0.3")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
+    if references:  # room above the highest line for its label
+        highest = max(*references.values(), *(max(values) for values in curves.values()))
+        ax.set_ylim(top=2 * highest / 2**30)
     ax.set_xlabel(figure_text("context length (tokens)"))
-    ax.set_ylabel(figure_text("KV cache (GiB)"))
+    ax.set_ylabel(figure_text("KV cache (GiB, computed)"))
     ax.set_title(title or figure_text("KV-cache memory against context length"))
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="lower right")
     fig.tight_layout()
     return fig
 

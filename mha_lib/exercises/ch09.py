@@ -27,6 +27,8 @@ def check_kv_head_answer(answer: Any) -> None:
                                     "num_heads // num_kv_heads = 4, not by num_kv_heads."),
         (0, 1, 2, 3, 4, 5, 6, 7): _("that is multi-head attention, one key-value head per query head; here 8 query "
                                     "heads share 2 key-value heads."),
+        (1, 1, 1, 1, 2, 2, 2, 2): _("right groups, but heads are numbered from 0, as tensor indices are: the two "
+                                    "key-value heads are 0 and 1."),
     }, success=_("query heads 0-3 form the group of key-value head 0, heads 4-7 that of head 1: i // 4."))
 
 
