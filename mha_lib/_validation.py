@@ -36,7 +36,9 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
     """Require queries, keys and values that can attend to one another; with ``layer``, everything its ``forward``
     needs checked, so that a layer makes one validating call.
 
-    With ``rank`` None any rank >= 2 is accepted, as long as all three agree. A ``layer`` with ``W_q`` needs
+    With ``rank`` None any rank >= 2 is accepted, as long as all three agree (``rank`` 3 is ``(batch_size,
+    sequence, features)``, and only the sizes matter: :func:`mha_lib.attention_mask` checks its arguments with
+    empty stand-ins on the ``meta`` device). A ``layer`` with ``W_q`` needs
     queries, keys and values of the sizes it was built with (``query_size``, ``key_size``, ``value_size``; a
     size that is None is not known yet, d2l 1.0's lazy form) in the dtype of its weights; one without (a
     :class:`~mha_lib.DotProductAttention`) needs queries and keys of one feature size. ``valid_lens``,
@@ -68,12 +70,10 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
             "keys and values must have the same number of key-value pairs (axis -2), "
             f"got keys {tuple(keys.shape)} and values {tuple(values.shape)}"
         )
-    if layer is None:
-        return
     W_q = getattr(layer, "W_q", None)
-    if W_q is None:  # DotProductAttention: queries meet keys in dot products
+    if layer is not None and W_q is None:  # DotProductAttention: queries meet keys in dot products
         require_qk_features(queries, keys)
-    else:  # the sizes and the dtype the layer was built with (the checks raise only on a mismatch)
+    elif layer is not None:  # the sizes and the dtype the layer was built with (the checks raise only on a mismatch)
         sizes = (layer.query_size, layer.key_size, getattr(layer, "value_size", None))
         for name, x, size, size_name in zip(("queries", "keys", "values"), (queries, keys, values), sizes,
                                             ("query_size", "key_size", "value_size"), strict=True):

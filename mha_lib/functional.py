@@ -28,7 +28,6 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._validation import (
-    require_bool,
     require_bool_mask,
     require_dropout,
     require_merge_input,
@@ -194,13 +193,9 @@ def attention_mask(
     """
     for name, size in (("batch_size", batch_size), ("num_queries", num_queries), ("num_kvpairs", num_kvpairs)):
         require_nonnegative_int(name, size)
-    require_bool("causal", causal)
-    if valid_lens is not None:
-        require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)),
-                           "(batch_size,) or (batch_size, num_queries)", num_kvpairs)
-    if attn_mask is not None:
-        require_bool_mask("attn_mask", attn_mask, (batch_size, num_queries, num_kvpairs),
-                          "(batch_size, num_queries, num_kvpairs)")
+    # The checks of a layer's call, on stand-ins for queries and keys that have these sizes and no data:
+    queries, keys = (torch.empty(batch_size, n, 0, device="meta") for n in (num_queries, num_kvpairs))
+    require_qkv(queries, keys, keys, 3, valid_lens=valid_lens, causal=causal, attn_mask=attn_mask)
     if device is None:
         given = valid_lens if valid_lens is not None else attn_mask
         device = given.device if given is not None else "cpu"
