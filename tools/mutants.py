@@ -58,7 +58,7 @@ MUTANTS = [
     ("modules.py", "        bias = require_bool(\"bias\", bias)\n", "", "bias not checked (D3)", []),
     ("modules.py", "enable_gqa=kv_heads < heads", "enable_gqa=False", "fused GQA without enable_gqa", []),
     ("_validation.py", "if size is not None and x.shape[-1] != size:", "if False:", "input sizes unchecked", []),
-    ("_validation.py", "        require_qk_features(queries, keys)\n    else:", "        pass\n    else:",
+    ("_validation.py", "        require_qk_features(queries, keys)\n    elif", "        pass\n    elif",
      "DotProductAttention without the d_k check (D1)", []),
     ("_validation.py", "if low < 0 or high > num_kvpairs:", "if low < 0 or high > num_kvpairs + 1:",
      "valid_lens may exceed num_kvpairs by one", []),
