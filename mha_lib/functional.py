@@ -90,7 +90,8 @@ def _attention(queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | Non
                dropout_p: float) -> tuple[Tensor, Tensor]:
     """``softmax(queries @ keys^T / sqrt(d)) @ values`` with a mask and dropout; the output and the weights."""
     dtype = queries.dtype
-    if dtype in (torch.float16, torch.bfloat16):
+    half = dtype in (torch.float16, torch.bfloat16)
+    if half:
         # Scores of half-precision inputs overflow 65504 easily; like PyTorch's reference (math) kernel,
         # compute in float32 and round the results back.
         queries, keys, values = queries.float(), keys.float(), values.float()
@@ -99,7 +100,7 @@ def _attention(queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | Non
     weights = _masked_softmax(scores, mask)
     attended = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     output = attended @ values  # (..., queries, kvpairs) @ (..., kvpairs, value_dim) -> (..., queries, value_dim)
-    return output.to(dtype), weights.to(dtype)
+    return (output.to(dtype), weights.to(dtype)) if half else (output, weights)
 
 
 def _transpose_qkv(X: Tensor, num_heads: int) -> Tensor:
