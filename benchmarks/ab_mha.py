@@ -40,6 +40,14 @@ def load_revision(revision: str, folder: Path):
     return importlib.import_module("mha_lib_base")
 
 
+def calls(ours, theirs, torch_mha, x, lens, padding, need_weights: bool) -> dict:  # noqa: ANN001
+    """The three calls to time: this checkout's layer, the base revision's and PyTorch's, on the same input."""
+    return {"this": lambda: ours(x, x, x, lens, need_weights=need_weights),
+            "base": lambda: theirs(x, x, x, lens, need_weights=need_weights),
+            "torch": lambda: torch_mha(x, x, x, key_padding_mask=padding, need_weights=need_weights,
+                                       average_attn_weights=False)[0]}
+
+
 def spread(ratios: list[float]) -> str:
     return f"{statistics.median(ratios):.3f} ({min(ratios):.2f}-{max(ratios):.2f})"
 
@@ -68,11 +76,7 @@ def main() -> None:
                 print(f"{name}: {machine_summary()}; batch {size.batch_size}, seq {size.seq_len}, hiddens {d}, "
                       f"heads {size.num_heads}, {'padding mask' if size.padded else 'no mask'}")
                 for need_weights in (False, True):
-                    fns = {"this": lambda nw=need_weights: ours(x, x, x, lens, need_weights=nw),
-                           "base": lambda nw=need_weights: theirs(x, x, x, lens, need_weights=nw),
-                           "torch": lambda nw=need_weights: torch_mha(x, x, x, key_padding_mask=padding,
-                                                                      need_weights=nw,
-                                                                      average_attn_weights=False)[0]}
+                    fns = calls(ours, theirs, torch_mha, x, lens, padding, need_weights)
                     torch.testing.assert_close(fns["this"](), fns["torch"](), rtol=1e-4, atol=1e-5)
                     torch.testing.assert_close(fns["this"](), fns["base"](), rtol=1e-5, atol=1e-6)
                     row = []
