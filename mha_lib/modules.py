@@ -105,6 +105,8 @@ class AdditiveAttention(nn.Module):
     def __init__(self, num_hiddens: int, dropout: float = 0.0) -> None: ...
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """``AdditiveAttention(key_size, query_size, num_hiddens, dropout=0.0)`` (d2l 0.17) or
+        ``AdditiveAttention(num_hiddens, dropout=0.0)`` (d2l 1.0)."""
         super().__init__()
         arguments = _bind_d2l_form(AdditiveAttention, args, kwargs)
         num_hiddens = require_positive_int("num_hiddens", arguments["num_hiddens"])
@@ -179,6 +181,9 @@ class MultiHeadAttention(nn.Module):
                  head_dim: int | None = None, v_head_dim: int | None = None) -> None: ...
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """``MultiHeadAttention(key_size, query_size, value_size, num_hiddens, num_heads, dropout=0.0, bias=False)``
+        (d2l 0.17) or ``MultiHeadAttention(num_hiddens, num_heads, dropout=0.0, bias=False)`` (d2l 1.0); both also
+        take ``head_dim`` and ``v_head_dim`` by keyword."""
         super().__init__()
         arguments = _bind_d2l_form(MultiHeadAttention, args, kwargs)
         sizes = ((arguments["query_size"], arguments["key_size"], arguments["value_size"])

@@ -87,7 +87,7 @@ def test_both_editions_show_their_parameter_names():
                            (AdditiveAttention, ["self", "num_hiddens", "dropout"])):
         forms = typing.get_overloads(layer.__init__)
         assert len(forms) == 2 and list(inspect.signature(forms[1]).parameters)[:len(d2l_1_0)] == d2l_1_0
-        assert "d2l 1.0" in layer.__doc__
+        assert "d2l 1.0" in layer.__doc__ and "d2l 1.0" in layer.__init__.__doc__  # Shift-Tab's "Init docstring"
 
 
 # ----- D3: GroupedQueryAttention checks bias -------------------------------------------------------------------
