@@ -213,6 +213,11 @@ def test_conversions_keep_the_train_or_eval_mode(training):
     assert mha_to_gqa(mha, 2).training == training
 
 
+def test_to_torch_mha_refuses_grouped_query_attention():
+    with pytest.raises(ValueError, match="one key-value head per query head; mha has num_kv_heads=2"):
+        to_torch_mha(GroupedQueryAttention(8, 8, 8, 8, 4, 2))
+
+
 def test_the_divisor_list_in_the_message_is_complete():
     with pytest.raises(ValueError, match=r"the divisors of 12 are \[1, 2, 3, 4, 6, 12\]"):
         MultiHeadAttention(12, 12, 12, 12, 5)
