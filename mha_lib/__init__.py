@@ -3,7 +3,9 @@
 The names and signatures are those of the d2l book's Chinese edition 2.0 (the ``d2l`` 0.17 package):
 d2l 0.17's and d2l 1.0's own Transformer and BERT code runs unchanged with ``mha_lib.MultiHeadAttention`` in place
 of d2l's. ``set_language("zh_CN")`` makes what the library prints Chinese.
-Read the implementation in the order ``masks``, ``functional``, ``modules``, then ``grouped`` and ``flex``;
+Read the implementation in the order ``functional`` (masks, the masked softmax, attention, the head reshapes),
+``modules`` (the layers; one ``forward`` for multi-head and grouped-query attention), then ``grouped`` and ``flex``;
+``_validation`` is the one home of the argument checks, ``masks`` names the mask builders of ``functional``.
 ``chapters`` holds the chapters' helpers and ``exercises`` the self-checking exercises.
 """
 

@@ -1,9 +1,10 @@
-"""Argument checks for the public entry points of the library.
+"""Argument checks: the one home for them, for the core, the chapters' helpers and the benchmarks alike.
 
 Each check raises ``TypeError`` (wrong kind of thing) or ``ValueError`` (right kind, wrong value) with a
-message that names the argument, what was expected and what came. They run once per call, at the public
-boundary: ``MultiHeadAttention.forward``, ``dot_product_attention``, ``transpose_qkv`` and the other public
-functions check their arguments, then call private helpers that trust them.
+message that names the argument, what was expected and what came. Numbers may be Python's or NumPy's
+(``numbers.Integral``, ``numbers.Real``); ``bool`` is never a number here. They run once per call, at the
+public boundary: a layer's ``forward`` makes one call, :func:`require_layer_call`; the public functions of
+:mod:`mha_lib.functional` check their arguments, then call the computations, which trust them.
 """
 
 from __future__ import annotations
@@ -29,10 +30,20 @@ def require_tensor(name: str, x: object, rank: int | None, layout: str, floating
     return x
 
 
-def require_qkv(queries: object, keys: object, values: object, rank: int | None = None) -> None:
-    """Require queries, keys and values that can attend to one another.
+def require_qkv(queries: object, keys: object, values: object, rank: int | None = None, *, layer: object = None,
+                valid_lens: object = None, causal: object = False, attn_mask: object = None,
+                need_weights: object = True) -> None:
+    """Require queries, keys and values that can attend to one another; with ``layer``, everything its ``forward``
+    needs checked, so that a layer makes one validating call.
 
-    With ``rank`` None any rank >= 2 is accepted, as long as all three agree.
+    With ``rank`` None any rank >= 2 is accepted, as long as all three agree (``rank`` 3 is ``(batch_size,
+    sequence, features)``, and only the sizes matter: :func:`mha_lib.attention_mask` checks its arguments with
+    empty stand-ins on the ``meta`` device). A ``layer`` with ``W_q`` needs
+    queries, keys and values of the sizes it was built with (``query_size``, ``key_size``, ``value_size``; a
+    size that is None is not known yet, d2l 1.0's lazy form) in the dtype of its weights; one without (a
+    :class:`~mha_lib.DotProductAttention`) needs queries and keys of one feature size. ``valid_lens``,
+    ``causal``, ``attn_mask`` and ``need_weights`` are checked as :func:`mha_lib.attention_mask` and
+    ``MultiHeadAttention.forward`` take them.
     """
     if rank is None:
         layout = "(..., sequence, features)"
@@ -59,18 +70,26 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
             "keys and values must have the same number of key-value pairs (axis -2), "
             f"got keys {tuple(keys.shape)} and values {tuple(values.shape)}"
         )
-
-
-def require_layer_inputs(queries: object, keys: object, values: object, sizes: tuple[int | None, ...],
-                         weight: Tensor) -> None:
-    """Require 3-D queries, keys and values of the ``(query_size, key_size, value_size)`` a layer was built
-    with (a size that is None is not known yet and not checked), in the dtype of its weights."""
-    require_qkv(queries, keys, values, rank=3)
-    for name, x, size, size_name in zip(("queries", "keys", "values"), (queries, keys, values), sizes,
-                                        ("query_size", "key_size", "value_size"), strict=True):
-        if size is not None:
-            require_features(name, x, size, size_name)
-    require_layer_dtype("queries", queries, weight)
+    W_q = getattr(layer, "W_q", None)
+    if layer is not None and W_q is None:  # DotProductAttention: queries meet keys in dot products
+        require_qk_features(queries, keys)
+    elif layer is not None:  # the sizes and the dtype the layer was built with (the checks raise only on a mismatch)
+        sizes = (layer.query_size, layer.key_size, getattr(layer, "value_size", None))
+        for name, x, size, size_name in zip(("queries", "keys", "values"), (queries, keys, values), sizes,
+                                            ("query_size", "key_size", "value_size"), strict=True):
+            if size is not None and x.shape[-1] != size:
+                require_features(name, x, size, size_name)
+        if queries.dtype != W_q.weight.dtype:
+            require_layer_dtype("queries", queries, W_q.weight)
+    batch_size, num_queries, num_kvpairs = queries.shape[0], queries.shape[1], keys.shape[1]
+    if valid_lens is not None:
+        require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)),
+                           "(batch_size,) or (batch_size, num_queries)", num_kvpairs)
+    if attn_mask is not None:
+        require_bool_mask("attn_mask", attn_mask, (batch_size, num_queries, num_kvpairs),
+                          "(batch_size, num_queries, num_kvpairs)")
+    for name, flag in (("causal", causal), ("need_weights", need_weights)):
+        require_bool(name, flag)
 
 
 def require_qk_features(queries: Tensor, keys: Tensor) -> None:
@@ -102,11 +121,34 @@ def require_layer_dtype(name: str, x: Tensor, weight: Tensor) -> None:
 
 def require_positive_int(name: str, value: object) -> int:
     """Require a whole number >= 1 (a Python or NumPy integer, not a bool); return it as an int."""
+    return require_int(name, value, low=1)
+
+
+def require_nonnegative_int(name: str, value: object) -> int:
+    """Require a whole number >= 0 (a Python or NumPy integer, not a bool); return it as an int."""
+    return require_int(name, value, low=0)
+
+
+def require_int(name: str, value: object, low: int, high: int | None = None) -> int:
+    """Require a whole number in ``[low, high]`` (no upper bound if None); return it as an int.
+
+    Python's and NumPy's integers are whole numbers; ``True`` and ``1.0`` are not.
+    """
+    expected = {0: "an int >= 0", 1: "a positive int"}[low] if high is None else f"an int in [{low}, {high}]"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a positive int, got {value!r} (a {type(value).__name__})")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
+        raise TypeError(f"{name} must be {expected}, got {value!r} (a {type(value).__name__})")
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
     return int(value)
+
+
+def require_positive_real(name: str, value: object) -> float:
+    """Require a finite number > 0 (a Python or NumPy number, not a bool); return it as a float."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a positive number, got {value!r} (a {type(value).__name__})")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be a positive, finite number, got {value!r}")
+    return float(value)
 
 
 def require_bool(name: str, value: object) -> bool:
@@ -116,13 +158,24 @@ def require_bool(name: str, value: object) -> bool:
     return value
 
 
-def require_dropout(dropout: object) -> float:
-    """Require a dropout probability in [0, 1)."""
+def require_dropout(dropout: object, name: str = "dropout") -> float:
+    """Require a dropout probability in [0, 1) (a Python or NumPy number, not a bool); return it as a float."""
     if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real):
-        raise TypeError(f"dropout must be a probability in [0, 1), got {dropout!r} (a {type(dropout).__name__})")
+        raise TypeError(f"{name} must be a probability in [0, 1), got {dropout!r} (a {type(dropout).__name__})")
     if not 0 <= dropout < 1:
-        raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
+        raise ValueError(f"{name} must be a probability in [0, 1), got {dropout!r}")
     return float(dropout)
+
+
+def require_int_tensor(name: str, x: object, ranks: tuple[int, ...], layout: str) -> Tensor:
+    """Require a tensor of integers (not bool) with one of ``ranks`` axes."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a tensor of integers {layout}, got {type(x).__name__}")
+    if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integers (e.g. torch.long), got dtype {x.dtype}")
+    if x.dim() not in ranks:
+        raise ValueError(f"{name} must be a tensor {layout}, got shape {tuple(x.shape)}")
+    return x
 
 
 def require_bool_mask(name: str, mask: object, target: tuple[int, ...], target_name: str) -> None:
@@ -144,7 +197,8 @@ def require_bool_mask(name: str, mask: object, target: tuple[int, ...], target_n
 
 
 def require_valid_lens(valid_lens: object, shapes: tuple[tuple[int, ...], ...], shape_names: str,
-                       num_kvpairs: int, name: str = "valid_lens") -> None:
+                       num_kvpairs: int, name: str = "valid_lens", length_name: str = "the number of key-value pairs",
+                       ) -> None:
     """Require valid lengths of one of ``shapes``, whole numbers in ``[0, num_kvpairs]``.
 
     Integer tensors are the rule; a floating-point tensor is accepted when its values are whole, because
@@ -174,7 +228,7 @@ def require_valid_lens(valid_lens: object, shapes: tuple[tuple[int, ...], ...], 
         low, high = min(lengths), max(lengths)
         if low < 0 or high > num_kvpairs:
             raise ValueError(
-                f"{name} must lie in [0, {num_kvpairs}] (the number of key-value pairs), "
+                f"{name} must lie in [0, {num_kvpairs}] ({length_name}), "
                 f"got values from {low:g} to {high:g}"
             )
 
@@ -182,10 +236,9 @@ def require_valid_lens(valid_lens: object, shapes: tuple[tuple[int, ...], ...], 
 def require_heads_divide(num_hiddens: int, num_heads: int) -> None:
     """Require ``num_heads`` to divide ``num_hiddens``: every head gets ``num_hiddens // num_heads`` features."""
     if num_hiddens % num_heads:
-        allowed = [k for k in range(1, num_hiddens + 1) if num_hiddens % k == 0]
         raise ValueError(
             f"num_heads={num_heads} must divide num_hiddens={num_hiddens} evenly, so that every head gets "
-            f"num_hiddens // num_heads features; the divisors of {num_hiddens} are {allowed}"
+            f"num_hiddens // num_heads features; the divisors of {num_hiddens} are {divisors(num_hiddens)}"
         )
 
 
@@ -193,13 +246,17 @@ def require_kv_heads_divide(num_heads: int, num_kv_heads: object) -> int:
     """Require ``num_kv_heads`` to be a positive int that divides ``num_heads``; return it."""
     num_kv_heads = require_positive_int("num_kv_heads", num_kv_heads)
     if num_heads % num_kv_heads:
-        allowed = [k for k in range(1, num_heads + 1) if num_heads % k == 0]
         raise ValueError(
             f"num_kv_heads must divide num_heads={num_heads}, so that every key-value head serves the same "
-            f"number of query heads; allowed values are {allowed} (1 is MQA, {num_heads} is MHA), "
+            f"number of query heads; allowed values are {divisors(num_heads)} (1 is MQA, {num_heads} is MHA), "
             f"got {num_kv_heads!r}"
         )
     return num_kv_heads
+
+
+def divisors(n: int) -> list[int]:
+    """The whole numbers that divide ``n`` evenly, from 1 to ``n``."""
+    return [k for k in range(1, n + 1) if n % k == 0]
 
 
 def require_split_input(X: object, num_heads: object) -> None:

@@ -19,13 +19,19 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import numbers
 from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
-from ._validation import require_bool, require_positive_int, require_tensor
+from ._validation import (
+    require_bool,
+    require_int_tensor,
+    require_nonnegative_int,
+    require_positive_int,
+    require_positive_real,
+    require_tensor,
+)
 
 __all__ = [
     "MaskMod", "ScoreMod", "alibi_score_mod", "alibi_slopes", "apply_score_mod", "block_tiles", "causal_mask_mod",
@@ -48,35 +54,6 @@ def flex_attention_available() -> bool:
         return False
 
 
-# ----- argument checks shared by the builders -------------------------------------------------------------------
-
-
-def _require_int_tensor(name: str, x: object, ranks: tuple[int, ...], layout: str) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a tensor of integers {layout}, got {type(x).__name__}")
-    if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integers (e.g. torch.long), got dtype {x.dtype}")
-    if x.dim() not in ranks:
-        raise ValueError(f"{name} must be a tensor {layout}, got shape {tuple(x.shape)}")
-    return x
-
-
-def _require_nonnegative_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int >= 0, got {value!r} (a {type(value).__name__})")
-    if value < 0:
-        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-    return int(value)
-
-
-def _require_positive_real(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a positive number, got {value!r} (a {type(value).__name__})")
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be a positive, finite number, got {value!r}")
-    return float(value)
-
-
 # ----- mask_mods ----------------------------------------------------------------------------------------------------
 
 
@@ -88,7 +65,7 @@ def padding_mask_mod(valid_lens: Tensor) -> MaskMod:
     Shape:
         - valid_lens: ``(batch_size,)``, integer, each ``>= 0``
     """
-    valid_lens = _require_int_tensor("valid_lens", valid_lens, (1,), "of shape (batch_size,)")
+    valid_lens = require_int_tensor("valid_lens", valid_lens, (1,), "of shape (batch_size,)")
     if valid_lens.numel() and int(valid_lens.min()) < 0:
         raise ValueError(f"valid_lens must be >= 0, got {valid_lens.tolist()}")
 
@@ -151,12 +128,12 @@ def prefix_lm_mask_mod(prefix_len: int | Tensor) -> MaskMod:
         - prefix_len: an int, or ``(batch_size,)`` integer (one prefix length per batch entry)
     """
     if isinstance(prefix_len, Tensor):
-        prefix_len = _require_int_tensor("prefix_len", prefix_len, (1,), "of shape (batch_size,)")
+        prefix_len = require_int_tensor("prefix_len", prefix_len, (1,), "of shape (batch_size,)")
 
         def prefix_of(b: Tensor) -> Tensor:
             return prefix_len[b]
     else:
-        length = _require_nonnegative_int("prefix_len", prefix_len)
+        length = require_nonnegative_int("prefix_len", prefix_len)
 
         def prefix_of(b: Tensor) -> int:
             return length
@@ -173,7 +150,7 @@ def document_mask_mod(document_ids: Tensor, *, causal: bool = True) -> MaskMod:
     Shape:
         - document_ids: ``(batch_size, sequence)`` integer, the document each position belongs to
     """
-    document_ids = _require_int_tensor("document_ids", document_ids, (2,), "of shape (batch_size, sequence)")
+    document_ids = require_int_tensor("document_ids", document_ids, (2,), "of shape (batch_size, sequence)")
     require_bool("causal", causal)
 
     def same_document(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
@@ -223,7 +200,7 @@ def alibi_score_mod(num_heads: int) -> ScoreMod:
     slopes = alibi_slopes(num_heads)  # (num_heads,)
 
     def alibi(score: Tensor, b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
-        return score + slopes[h] * (kv_idx - q_idx)
+        return score + slopes.to(h.device)[h] * (kv_idx - q_idx)  # the slopes go where the indices are
 
     return alibi
 
@@ -254,7 +231,7 @@ def softcap_score_mod(cap: float) -> ScoreMod:
     """Tanh soft-capping: ``cap * tanh(score / cap)`` keeps every score inside ``(-cap, cap)`` (Gemma 2 uses 50)."""
     # A captured 0-d tensor, not a Python float: torch.compile (which flex_attention uses even when called
     # eagerly, in PyTorch 2.15) turns a captured float into a symbolic input that flex rejects.
-    cap = torch.tensor(_require_positive_real("cap", cap), dtype=torch.float64)
+    cap = torch.tensor(require_positive_real("cap", cap), dtype=torch.float64)
 
     def softcap(score: Tensor, b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
         limit = cap.to(score)  # score's dtype and device
@@ -324,7 +301,7 @@ def block_tiles(mask: Tensor, block_size: int) -> Tensor:
     rows, cols = -(-num_queries // block_size), -(-num_kvpairs // block_size)
     pad = (0, cols * block_size - num_kvpairs, 0, rows * block_size - num_queries)
     visible = torch.nn.functional.pad(mask.to(torch.int64), pad)  # (..., rows*bs, cols*bs); padding is 0
-    inside = torch.nn.functional.pad(torch.ones(num_queries, num_kvpairs, dtype=torch.int64), pad)
+    inside = torch.nn.functional.pad(torch.ones(num_queries, num_kvpairs, dtype=torch.int64, device=mask.device), pad)
     tiles = visible.reshape(*lead, rows, block_size, cols, block_size).sum(dim=(-3, -1))  # (..., rows, cols)
     sizes = inside.reshape(rows, block_size, cols, block_size).sum(dim=(-3, -1))  # (rows, cols)
     return torch.where(tiles == 0, SKIPPED, torch.where(tiles == sizes, FULL, PARTIAL))

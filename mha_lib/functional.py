@@ -1,5 +1,5 @@
-"""The functional core: masked softmax, dot-product attention and the reshapes that fold attention heads
-into the batch axis.
+"""The functional core: masks, the masked softmax, dot-product attention, and the reshapes that fold attention
+heads into the batch axis. Every computation a layer of :mod:`mha_lib.modules` makes is in this file.
 
 Dimension names (those of the d2l book):
 
@@ -10,8 +10,13 @@ Dimension names (those of the d2l book):
     num_heads    attention heads
     head_dim     features per head, num_hiddens // num_heads
 
-Each public function checks its arguments, then calls the private function of the same name, which
-trusts them; the layers in :mod:`mha_lib.modules` check their inputs once and call the private ones.
+Masks are boolean, True = "this query may attend to this key", the polarity of
+``torch.nn.functional.scaled_dot_product_attention``; ``torch.nn.MultiheadAttention`` uses the opposite one
+for its boolean ``key_padding_mask`` and ``attn_mask`` (True = ignore): pass ``~mask`` there.
+
+The file reads top to bottom: first the computations, which trust their arguments (a layer checks its inputs
+once, at the top of ``forward``, and calls them), then the public functions, which check their arguments and
+call the computations.
 """
 
 from __future__ import annotations
@@ -24,15 +29,178 @@ from torch import Tensor
 
 from ._validation import (
     require_bool_mask,
+    require_dropout,
     require_merge_input,
+    require_nonnegative_int,
+    require_positive_int,
     require_qk_features,
     require_qkv,
     require_split_input,
     require_tensor,
+    require_valid_lens,
 )
-from .masks import attention_mask
 
-__all__ = ["dot_product_attention", "masked_softmax", "transpose_output", "transpose_qkv"]
+__all__ = ["attention_mask", "causal_mask", "dot_product_attention", "masked_softmax", "sequence_mask",
+           "transpose_output", "transpose_qkv", "valid_lens_mask"]
+
+
+# ----- the computations ------------------------------------------------------------------------------------------
+
+
+def _attention_mask(num_queries: int, num_kvpairs: int, valid_lens: Tensor | None, causal: bool,
+                    attn_mask: Tensor | None, device: torch.device) -> Tensor | None:
+    """Valid lengths, causality and an explicit mask as one boolean mask, built on ``device``; None if none is given.
+
+    A key is visible only if every given mask allows it. Shape: ``(batch or 1, queries or 1, kvpairs)``.
+    """
+    mask = None
+    if valid_lens is not None:  # key j is visible when j < valid_len
+        # (batch,) -> (batch, kvpairs), or (batch, queries) -> (batch, queries, kvpairs)
+        mask = torch.arange(num_kvpairs, device=device) < valid_lens.to(device).unsqueeze(-1)
+        if valid_lens.dim() == 1:
+            mask = mask.unsqueeze(1)  # (batch, kvpairs) -> (batch, 1, kvpairs): the same for every query
+    if causal:  # query i sees keys 0..i: the lower triangle, (queries, kvpairs)
+        lower = torch.ones(num_queries, num_kvpairs, dtype=torch.bool, device=device).tril()
+        mask = lower if mask is None else mask & lower
+    if attn_mask is not None:
+        attn_mask = attn_mask.to(device)  # a no-op where it already is
+        mask = attn_mask if mask is None else mask & attn_mask
+    if mask is not None and mask.dim() < 3:
+        mask = mask.reshape((1,) * (3 - mask.dim()) + mask.shape)  # (queries, kvpairs) -> (1, queries, kvpairs)
+    return mask
+
+
+def _masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
+    """Softmax over the last axis that gives every key ``mask`` hides exactly zero weight.
+
+    A hidden score becomes the dtype's most negative number, never -1e9 (outside float16's range) and never
+    -inf (a row with every key hidden would give 0/0 = NaN, and NaN gradients); a NaN or inf score stays NaN,
+    as in PyTorch's kernels: masks choose weights, they do not clean the numbers. Then the hidden weights are
+    set to exactly 0, which also empties a row whose every key is hidden: it attends to nothing.
+    """
+    if mask is None:
+        return F.softmax(scores, dim=-1)
+    keep = mask.to(scores.dtype)  # 1 where visible, 0 where hidden
+    bias = (1 - keep) * torch.finfo(scores.dtype).min  # 0 where visible, the most negative number where hidden
+    weights = F.softmax(torch.addcmul(bias, scores, keep), dim=-1)  # bias + scores * keep
+    return torch.where(mask, weights, 0.0)
+
+
+def _attention(queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None,
+               dropout_p: float) -> tuple[Tensor, Tensor]:
+    """``softmax(queries @ keys^T / sqrt(d)) @ values`` with a mask and dropout; the output and the weights."""
+    dtype = queries.dtype
+    half = dtype in (torch.float16, torch.bfloat16)
+    if half:
+        # Scores of half-precision inputs overflow 65504 easily; like PyTorch's reference (math) kernel,
+        # compute in float32 and round the results back.
+        queries, keys, values = queries.float(), keys.float(), values.float()
+    # (..., queries, d) @ (..., d, kvpairs) -> (..., queries, kvpairs)
+    scores = (queries * (1 / math.sqrt(queries.shape[-1]))) @ keys.transpose(-2, -1)
+    weights = _masked_softmax(scores, mask)
+    attended = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+    output = attended @ values  # (..., queries, kvpairs) @ (..., kvpairs, value_dim) -> (..., queries, value_dim)
+    return (output.to(dtype), weights.to(dtype)) if half else (output, weights)
+
+
+def _transpose_qkv(X: Tensor, num_heads: int) -> Tensor:
+    batch_size, seq_len, num_hiddens = X.shape
+    X = X.reshape(batch_size, seq_len, num_heads, num_hiddens // num_heads)  # (b, n, h*d) -> (b, n, h, d)
+    X = X.permute(0, 2, 1, 3)  # (b, n, h, d) -> (b, h, n, d)
+    return X.reshape(batch_size * num_heads, seq_len, num_hiddens // num_heads)  # -> (b*h, n, d)
+
+
+def _transpose_output(X: Tensor, num_heads: int) -> Tensor:
+    folded, seq_len, head_dim = X.shape
+    X = X.reshape(folded // num_heads, num_heads, seq_len, head_dim)  # (b*h, n, d) -> (b, h, n, d)
+    X = X.permute(0, 2, 1, 3)  # (b, h, n, d) -> (b, n, h, d)
+    return X.reshape(folded // num_heads, seq_len, num_heads * head_dim)  # -> (b, n, h*d)
+
+
+# ----- the public functions: check, then compute -----------------------------------------------------------------
+
+
+def valid_lens_mask(valid_lens: Tensor, num_kvpairs: int) -> Tensor:
+    """Keep the first ``valid_lens`` key-value pairs of each row, mask the rest.
+
+    Shape:
+        - valid_lens: any shape ``S``, whole numbers in ``[0, num_kvpairs]``
+        - output: ``S + (num_kvpairs,)``, boolean
+    """
+    num_kvpairs = require_positive_int("num_kvpairs", num_kvpairs)
+    shape = tuple(valid_lens.shape) if isinstance(valid_lens, Tensor) else ()
+    require_valid_lens(valid_lens, (shape,), "any shape", num_kvpairs)
+    flat = valid_lens.reshape(-1)  # S -> (N,), so that the mask is (N, 1, num_kvpairs)
+    return _attention_mask(1, num_kvpairs, flat, False, None, valid_lens.device).reshape(*shape, num_kvpairs)
+
+
+def sequence_mask(X: Tensor, valid_len: Tensor, value: float = 0) -> Tensor:
+    """d2l's ``sequence_mask``: set the entries of ``X`` past each row's valid length to ``value``, in place.
+
+    The d2l book masks a loss with it (``MaskedSoftmaxCELoss``); ``X`` is changed and returned, as there.
+    The attention layers use the boolean :func:`valid_lens_mask` instead.
+
+    Shape:
+        - X: ``(batch_size, num_steps, ...)``
+        - valid_len: ``(batch_size,)``, whole numbers in ``[0, num_steps]``
+        - output: ``X`` itself
+    """
+    require_tensor("X", X, None, "(batch_size, num_steps, ...)", floating=False)
+    if X.dim() < 2:
+        raise ValueError(f"X must have at least 2 axes (batch_size, num_steps, ...), got shape {tuple(X.shape)}")
+    require_valid_lens(valid_len, ((X.shape[0],),), "(batch_size,)", X.shape[1], name="valid_len",
+                       length_name="num_steps, the length of X's axis 1")
+    keep = _attention_mask(1, X.shape[1], valid_len, False, None, X.device)  # (batch_size, 1, num_steps)
+    return X.masked_fill_(~keep.reshape(X.shape[:2] + (1,) * (X.dim() - 2)), value)
+
+
+def causal_mask(
+    num_queries: int, num_kvpairs: int | None = None, *, device: torch.device | str | None = None
+) -> Tensor:
+    """Let query ``i`` see keys ``0..i`` (lower triangle, aligned top-left).
+
+    The alignment is that of ``is_causal=True`` in PyTorch's
+    ``scaled_dot_product_attention`` when queries and keys differ in length.
+
+    Shape:
+        - output: ``(num_queries, num_kvpairs)``, boolean; ``num_kvpairs`` defaults to ``num_queries``
+    """
+    num_queries = require_positive_int("num_queries", num_queries)
+    num_kvpairs = num_queries if num_kvpairs is None else require_positive_int("num_kvpairs", num_kvpairs)
+    return _attention_mask(num_queries, num_kvpairs, None, True, None, torch.device(device or "cpu"))[0]
+
+
+def attention_mask(
+    batch_size: int,
+    num_queries: int,
+    num_kvpairs: int,
+    valid_lens: Tensor | None = None,
+    *,
+    causal: bool = False,
+    attn_mask: Tensor | None = None,
+    device: torch.device | str | None = None,
+) -> Tensor | None:
+    """Combine valid lengths, causality and an explicit mask into one boolean mask.
+
+    A key is visible only if every given mask allows it. Returns None when
+    nothing is masked, so callers can skip masking altogether. The mask is built
+    on ``device``; by default on the device of ``valid_lens`` or ``attn_mask``
+    (the CPU if neither is given).
+
+    Shape:
+        - valid_lens: ``(batch_size,)`` or ``(batch_size, num_queries)``, whole numbers
+        - attn_mask: boolean, broadcastable to ``(batch_size, num_queries, num_kvpairs)``
+        - output: ``(batch_size or 1, num_queries or 1, num_kvpairs)``, boolean, or None
+    """
+    for name, size in (("batch_size", batch_size), ("num_queries", num_queries), ("num_kvpairs", num_kvpairs)):
+        require_nonnegative_int(name, size)
+    # The checks of a layer's call, on stand-ins for queries and keys that have these sizes and no data:
+    queries, keys = (torch.empty(batch_size, n, 0, device="meta") for n in (num_queries, num_kvpairs))
+    require_qkv(queries, keys, keys, 3, valid_lens=valid_lens, causal=causal, attn_mask=attn_mask)
+    if device is None:
+        given = valid_lens if valid_lens is not None else attn_mask
+        device = given.device if given is not None else "cpu"
+    return _attention_mask(num_queries, num_kvpairs, valid_lens, causal, attn_mask, torch.device(device))
 
 
 def masked_softmax(X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
@@ -49,8 +217,10 @@ def masked_softmax(X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
     """
     require_tensor("X", X, 3, "(batch_size, num_queries, num_kvpairs)")
     batch_size, num_queries, num_kvpairs = X.shape
-    mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens, device=X.device)
-    return _masked_softmax(X, mask)
+    if valid_lens is not None:
+        require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)),
+                           "(batch_size,) or (batch_size, num_queries)", num_kvpairs)
+    return _masked_softmax(X, _attention_mask(num_queries, num_kvpairs, valid_lens, False, None, X.device))
 
 
 def dot_product_attention(
@@ -83,9 +253,7 @@ def dot_product_attention(
     if mask is not None:
         scores_shape = (*queries.shape[:-1], keys.shape[-2])
         require_bool_mask("mask", mask, scores_shape, "the scores' shape (..., num_queries, num_kvpairs)")
-    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)) or not 0 <= dropout_p < 1:
-        raise ValueError(f"dropout_p must be a probability in [0, 1), got {dropout_p!r}")
-    return _dot_product_attention(queries, keys, values, mask, dropout_p)
+    return _attention(queries, keys, values, mask, require_dropout(dropout_p, "dropout_p"))
 
 
 def transpose_qkv(X: Tensor, num_heads: int) -> Tensor:
@@ -114,70 +282,3 @@ def transpose_output(X: Tensor, num_heads: int) -> Tensor:
     """
     require_merge_input(X, num_heads)
     return _transpose_output(X, num_heads)
-
-
-# The same computations for arguments that were checked already.
-
-def _dot_product_attention(queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None,
-                           dropout_p: float) -> tuple[Tensor, Tensor]:
-    dtype = queries.dtype
-    half = dtype in (torch.float16, torch.bfloat16)
-    if half:
-        # Scores of half-precision inputs overflow 65504 easily; like PyTorch's reference (math) kernel,
-        # compute in float32 and round the results back.
-        queries, keys, values = queries.float(), keys.float(), values.float()
-    scale = 1 / math.sqrt(queries.shape[-1])
-    bias = None if mask is None else _mask_bias(mask, queries.dtype)
-    # (..., queries, d) @ (..., d, kvpairs) -> (..., queries, kvpairs)
-    if queries.dim() == 3:
-        # bias + scale * queries @ keys^T in one call (beta=0 ignores the bias), as nn.MultiheadAttention does
-        scores = torch.baddbmm(queries.new_zeros(()) if bias is None else bias, queries, keys.transpose(1, 2),
-                               beta=0 if bias is None else 1, alpha=scale)
-    else:
-        scores = (queries * scale) @ keys.transpose(-2, -1)
-        scores = scores if bias is None else scores + bias
-    weights = _softmax_of_scores(scores, mask)
-    attended = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
-    # (..., queries, kvpairs) @ (..., kvpairs, value_dim) -> (..., queries, value_dim)
-    output = attended @ values
-    return (output.to(dtype), weights.to(dtype)) if half else (output, weights)
-
-
-def _masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
-    """Softmax over the last axis that is exactly 0 wherever ``mask`` is False."""
-    return _softmax_of_scores(scores if mask is None else scores + _mask_bias(mask, scores.dtype), mask)
-
-
-def _mask_bias(mask: Tensor, dtype: torch.dtype) -> Tensor:
-    """0 where ``mask`` lets a query see a key, the dtype's most negative number where it hides one.
-
-    Added to the scores, the bias pushes a hidden key's weight to exactly 0. The most negative number,
-    not -1e9 (outside float16's range) and not -inf (a row with every key hidden would then give 0/0 =
-    NaN, and NaN gradients). Adding rather than overwriting the score keeps a NaN a NaN, as PyTorch's
-    kernels do: masks choose weights, they do not clean the numbers.
-    """
-    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
-
-
-def _softmax_of_scores(scores: Tensor, mask: Tensor | None) -> Tensor:
-    """Softmax of scores that already carry the mask's bias; 0 in a row where the mask hides every key."""
-    weights = F.softmax(scores, dim=-1)
-    # Such a row would spread its weight evenly over the hidden keys: it attends to nothing, so 0. On the
-    # CPU a look at the small mask tells whether any row is empty, which is cheaper than touching every weight.
-    if mask is not None and (mask.device.type != "cpu" or not mask.any(-1).all()):
-        weights = torch.where(mask, weights, 0.0)
-    return weights
-
-
-def _transpose_qkv(X: Tensor, num_heads: int) -> Tensor:
-    batch_size, seq_len, num_hiddens = X.shape
-    X = X.reshape(batch_size, seq_len, num_heads, num_hiddens // num_heads)  # (b, n, h*d) -> (b, n, h, d)
-    X = X.permute(0, 2, 1, 3)  # (b, n, h, d) -> (b, h, n, d)
-    return X.reshape(batch_size * num_heads, seq_len, num_hiddens // num_heads)  # -> (b*h, n, d)
-
-
-def _transpose_output(X: Tensor, num_heads: int) -> Tensor:
-    folded, seq_len, head_dim = X.shape
-    X = X.reshape(folded // num_heads, num_heads, seq_len, head_dim)  # (b*h, n, d) -> (b, h, n, d)
-    X = X.permute(0, 2, 1, 3)  # (b, h, n, d) -> (b, n, h, d)
-    return X.reshape(folded // num_heads, seq_len, num_heads * head_dim)  # -> (b, n, h*d)

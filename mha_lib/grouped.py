@@ -17,17 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._validation import (
-    require_bool,
-    require_dropout,
-    require_heads_divide,
-    require_kv_heads_divide,
-    require_layer_inputs,
-    require_positive_int,
-    require_tensor,
-)
-from .functional import _dot_product_attention
-from .masks import attention_mask
+from ._validation import require_int, require_kv_heads_divide, require_positive_int, require_tensor
+from .functional import _attention
 from .modules import MultiHeadAttention
 
 __all__ = ["GroupedQueryAttention", "kv_head_of", "mha_to_gqa", "repeat_kv_heads"]
@@ -56,23 +47,21 @@ def _repeat_kv_heads(X: Tensor, num_groups: int) -> Tensor:
 
 def kv_head_of(query_head: int, num_heads: int, num_kv_heads: int) -> int:
     """The key-value head that query head ``query_head`` reads: ``query_head // (num_heads // num_kv_heads)``."""
-    require_positive_int("num_heads", num_heads)
-    require_kv_heads_divide(num_heads, num_kv_heads)
-    if isinstance(query_head, bool) or not isinstance(query_head, int) or not 0 <= query_head < num_heads:
-        raise ValueError(f"query_head must be an int in [0, {num_heads - 1}], got {query_head!r}")
+    num_heads = require_positive_int("num_heads", num_heads)
+    num_kv_heads = require_kv_heads_divide(num_heads, num_kv_heads)
+    query_head = require_int("query_head", query_head, 0, num_heads - 1)
     return query_head // (num_heads // num_kv_heads)
 
 
-class GroupedQueryAttention(nn.Module):
+class GroupedQueryAttention(MultiHeadAttention):
     """Multi-head attention whose ``num_heads`` query heads share ``num_kv_heads`` key-value heads.
 
     ``W_q`` and ``W_o`` are those of :class:`~mha_lib.MultiHeadAttention`; ``W_k`` and ``W_v``
     project to ``num_kv_heads * head_dim`` features only, so the keys and values (and a
-    KV cache of them) are ``num_heads // num_kv_heads`` times smaller. ``forward`` takes the
-    arguments of ``MultiHeadAttention.forward``; with ``need_weights=True`` the weights of the
-    last call stay in ``.attention_weights``, shaped ``(batch_size, num_heads, num_queries,
-    num_kvpairs)``, and with ``need_weights=False`` PyTorch's fused kernel runs with
-    ``enable_gqa=True``, without copying the key-value heads.
+    KV cache of them) are ``num_heads // num_kv_heads`` times smaller. The forward pass is
+    MultiHeadAttention's own, which repeats each key-value head for the query heads of its group
+    (with ``num_kv_heads == num_heads`` it is exactly MultiHeadAttention); with ``need_weights=False``
+    PyTorch's fused kernel runs with ``enable_gqa=True``, without copying the key-value heads.
 
     Shape:
         - queries: ``(batch_size, num_queries, query_size)``
@@ -94,55 +83,13 @@ class GroupedQueryAttention(nn.Module):
         dropout: float = 0.0,
         bias: bool = False,
     ) -> None:
-        super().__init__()
-        for name, size in (("key_size", key_size), ("query_size", query_size),
-                           ("value_size", value_size), ("num_hiddens", num_hiddens)):
-            require_positive_int(name, size)
-        self.num_heads = require_positive_int("num_heads", num_heads)
-        require_heads_divide(num_hiddens, num_heads)
-        self.num_kv_heads = require_kv_heads_divide(num_heads, num_kv_heads)
-        self.num_groups = num_heads // num_kv_heads  # query heads per key-value head
-        self.head_dim = self.v_head_dim = num_hiddens // num_heads
-        self.query_size, self.key_size, self.value_size = query_size, key_size, value_size
-        self.W_q = nn.Linear(query_size, num_heads * self.head_dim, bias=bias)
-        self.W_k = nn.Linear(key_size, num_kv_heads * self.head_dim, bias=bias)  # fewer heads than W_q
-        self.W_v = nn.Linear(value_size, num_kv_heads * self.head_dim, bias=bias)
-        self.W_o = nn.Linear(num_heads * self.head_dim, num_hiddens, bias=bias)
-        self.dropout = nn.Dropout(require_dropout(dropout))
-        self.attention_weights: Tensor | None = None
-
-    def forward(
-        self,
-        queries: Tensor,
-        keys: Tensor,
-        values: Tensor,
-        valid_lens: Tensor | None = None,
-        *,
-        causal: bool = False,
-        attn_mask: Tensor | None = None,
-        need_weights: bool = True,
-    ) -> Tensor:
-        require_layer_inputs(queries, keys, values, (self.query_size, self.key_size, self.value_size), self.W_q.weight)
-        require_bool("need_weights", need_weights)
-        batch_size, num_queries, _ = queries.shape
-        num_kvpairs = keys.shape[1]
-        mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens,
-                              causal=causal, attn_mask=attn_mask, device=queries.device)
-        if mask is not None:
-            mask = mask.unsqueeze(1)  # (batch or 1, queries or 1, kvpairs) -> (batch or 1, 1, ...): all heads
-
-        # (batch, seq, heads*head_dim) -> (batch, seq, heads, head_dim) -> (batch, heads, seq, head_dim)
-        queries = self.W_q(queries).unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)
-        # (batch, kvpairs, kv_heads*head_dim) -> (batch, kv_heads, kvpairs, head_dim)
-        keys = self.W_k(keys).unflatten(-1, (self.num_kv_heads, self.head_dim)).transpose(1, 2)
-        values = self.W_v(values).unflatten(-1, (self.num_kv_heads, self.head_dim)).transpose(1, 2)
-        output = self.attend(queries, keys, values, mask, need_weights=need_weights)
-        # (batch, heads, queries, head_dim) -> (batch, queries, heads*head_dim) -> (batch, queries, num_hiddens)
-        return self.W_o(output.transpose(1, 2).flatten(2))
+        nn.Module.__init__(self)  # not MultiHeadAttention's d2l forms: this layer has a signature of its own
+        self._build((query_size, key_size, value_size), num_hiddens, num_heads, num_kv_heads, dropout, bias, None, None)
 
     def attend(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, *,
                need_weights: bool = True) -> Tensor:
-        """Attention of projected, head-split tensors; ``.attention_weights`` as in ``forward``.
+        """Attention of projected, head-split tensors (a KV cache keeps them so); ``.attention_weights`` as in
+        ``forward``.
 
         Shape:
             - queries: ``(batch_size, num_heads, num_queries, head_dim)``
@@ -150,15 +97,15 @@ class GroupedQueryAttention(nn.Module):
             - mask: boolean, broadcastable to ``(batch_size, num_heads, num_queries, num_kvpairs)``, or None
             - output: ``(batch_size, num_heads, num_queries, head_dim)``
         """
-        dropout_p = self.dropout.p if self.training else 0.0
+        dropout_p = self.attention.dropout.p if self.training else 0.0
         if not need_weights:
-            self.attention_weights = None
+            self.attention.attention_weights = None
             return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p,
                                                   enable_gqa=True)
         # (batch, kv_heads, kvpairs, head_dim) -> (batch, heads, kvpairs, head_dim): one copy per query head
         keys, values = _repeat_kv_heads(keys, self.num_groups), _repeat_kv_heads(values, self.num_groups)
-        output, weights = _dot_product_attention(queries, keys, values, mask, dropout_p)
-        self.attention_weights = weights.detach()
+        output, weights = _attention(queries, keys, values, mask, dropout_p)
+        self.attention.attention_weights = weights.detach().flatten(0, 1)  # (batch * heads, queries, kvpairs)
         return output
 
 
@@ -175,7 +122,13 @@ def mha_to_gqa(mha: MultiHeadAttention, num_kv_heads: int) -> GroupedQueryAttent
     """
     if not isinstance(mha, MultiHeadAttention):
         raise TypeError(f"mha must be a mha_lib.MultiHeadAttention, got {type(mha).__name__}")
+    if mha.query_size is None:
+        raise ValueError("mha was built in d2l 1.0's form and has not been called yet, so its input sizes and "
+                         "weights do not exist; call it once on inputs of the right sizes, then convert it")
     num_heads, head_dim = mha.num_heads, mha.head_dim
+    if mha.num_kv_heads != num_heads:
+        raise ValueError(f"mha must have one key-value head per query head, got num_kv_heads={mha.num_kv_heads} "
+                         f"for num_heads={num_heads}")
     num_hiddens = mha.W_o.out_features
     if head_dim != mha.v_head_dim or num_heads * head_dim != num_hiddens:
         raise ValueError(

@@ -2,15 +2,16 @@
 
 Read them in this order: :class:`DotProductAttention` (one attention), :class:`AdditiveAttention` (another
 way to score), :class:`MultiHeadAttention` (``num_heads`` attentions side by side) and
-:class:`GeneralMultiHeadAttention` (heads whose values have another width). Each layer checks its inputs
-once, at the top of ``forward``, then only projects, folds heads and calls the functional core in
+:class:`GeneralMultiHeadAttention` (heads whose values have another width); :class:`~mha_lib.GroupedQueryAttention`
+(:mod:`mha_lib.grouped`) is the multi-head layer with fewer key-value heads. Each layer checks its inputs with
+one call at the top of ``forward``, then projects, folds heads and calls the computations of
 :mod:`mha_lib.functional` (see there for the dimension names).
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import typing
 from typing import Any
 
 import torch
@@ -20,64 +21,44 @@ from torch import Tensor, nn
 from ._validation import (
     require_bool,
     require_dropout,
-    require_features,
     require_heads_divide,
-    require_layer_dtype,
-    require_layer_inputs,
+    require_kv_heads_divide,
     require_positive_int,
     require_qkv,
 )
 from .functional import (
-    _dot_product_attention,
+    _attention,
+    _attention_mask,
     _masked_softmax,
     _transpose_output,
     _transpose_qkv,
     transpose_output,
     transpose_qkv,
 )
-from .masks import attention_mask
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "GeneralMultiHeadAttention", "MultiHeadAttention"]
 
 
-# The constructor forms of the two editions of the d2l book. d2l 0.17 (the Chinese edition 2.0) is given the input
-# sizes; d2l 1.0 (d2l.ai) reads them from the first call, with nn.LazyLinear. A call must fit exactly one form:
-# the functions below are never run, :func:`_bind_d2l_form` only matches a call against their signatures.
-def _multi_head_d2l_0_17(key_size, query_size, value_size, num_hiddens, num_heads, dropout=0.0, bias=False): ...
-def _multi_head_d2l_1_0(num_hiddens, num_heads, dropout=0.0, bias=False): ...
-def _additive_d2l_0_17(key_size, query_size, num_hiddens, dropout=0.0): ...
-def _additive_d2l_1_0(num_hiddens, dropout=0.0): ...
-
-
-def _bind_d2l_form(layer: str, forms: tuple[Callable, Callable], args: tuple, kwargs: dict) -> tuple[int, dict]:
-    """Which of the two ``forms`` (d2l 0.17's, d2l 1.0's) a constructor call fits, and its arguments by name."""
-    for edition, form in enumerate(forms):
+def _bind_d2l_form(layer: type, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The arguments by name of a constructor call, which must fit exactly one of ``layer.__init__``'s overloads:
+    the forms of d2l 0.17 (input sizes given) and d2l 1.0 (input sizes read from the first call)."""
+    forms = typing.get_overloads(layer.__init__)
+    for form in forms:
         try:
-            bound = inspect.signature(form).bind(*args, **kwargs)
+            bound = inspect.signature(form).bind(None, *args, **kwargs)  # None stands for self
         except TypeError:
             continue
         bound.apply_defaults()
-        return edition, dict(bound.arguments)
-    raise TypeError(f"{layer} takes the arguments of {_forms(layer, forms)}; got {_call(args, kwargs)}")
+        return {name: value for name, value in bound.arguments.items() if name != "self"}
+    written = " or ".join(f"d2l {edition}'s {layer.__name__}{_without_self(form)}"
+                          for edition, form in zip(("0.17", "1.0"), forms, strict=True))
+    call = ", ".join([*map(repr, args), *(f"{name}={value!r}" for name, value in kwargs.items())])
+    raise TypeError(f"{layer.__name__} takes the arguments of {written}; got ({call})")
 
 
-def _forms(layer: str, forms: tuple[Callable, Callable]) -> str:
-    """The two constructor forms, written out for an error message."""
-    return " or ".join(f"d2l {edition}'s {layer}{inspect.signature(form)}"
-                       for edition, form in zip(("0.17", "1.0"), forms, strict=True))
-
-
-def _require_dropout_of_form(dropout: object, layer: str, forms: tuple[Callable, Callable]) -> float:
-    """:func:`require_dropout`, whose message also shows both forms: a size in the place of ``dropout``
-    usually means the call mixed them up."""
-    try:
-        return require_dropout(dropout)
-    except (TypeError, ValueError) as error:
-        raise type(error)(f"{error}; {layer} takes the arguments of {_forms(layer, forms)}") from None
-
-
-def _call(args: tuple, kwargs: dict) -> str:
-    return "(" + ", ".join([*map(repr, args), *(f"{name}={value!r}" for name, value in kwargs.items())]) + ")"
+def _without_self(form: Any) -> inspect.Signature:
+    signature = inspect.signature(form)
+    return signature.replace(parameters=list(signature.parameters.values())[1:])
 
 
 class DotProductAttention(nn.Module):
@@ -97,16 +78,9 @@ class DotProductAttention(nn.Module):
         self.attention_weights: Tensor | None = None
 
     def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None) -> Tensor:
-        require_qkv(queries, keys, values, rank=3)
-        batch_size, num_queries, _ = queries.shape
-        num_kvpairs = keys.shape[1]
-        mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens, device=queries.device)
-        return self._attend(queries, keys, values, mask)
-
-    def _attend(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
-        """``forward`` for checked inputs and a ready mask; :class:`MultiHeadAttention` calls it for all heads."""
-        dropout_p = self.dropout.p if self.training else 0.0
-        output, weights = _dot_product_attention(queries, keys, values, mask, dropout_p)
+        require_qkv(queries, keys, values, 3, layer=self, valid_lens=valid_lens)
+        mask = _attention_mask(queries.shape[1], keys.shape[1], valid_lens, False, None, queries.device)
+        output, weights = _attention(queries, keys, values, mask, self.dropout.p if self.training else 0.0)
         self.attention_weights = weights.detach()
         return output
 
@@ -125,35 +99,35 @@ class AdditiveAttention(nn.Module):
         - output: ``(batch_size, num_queries, value_dim)``
     """
 
+    @typing.overload
+    def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0) -> None: ...
+    @typing.overload
+    def __init__(self, num_hiddens: int, dropout: float = 0.0) -> None: ...
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """``AdditiveAttention(key_size, query_size, num_hiddens, dropout=0.0)`` (d2l 0.17) or
+        ``AdditiveAttention(num_hiddens, dropout=0.0)`` (d2l 1.0)."""
         super().__init__()
-        forms = (_additive_d2l_0_17, _additive_d2l_1_0)
-        edition, arguments = _bind_d2l_form("AdditiveAttention", forms, args, kwargs)
+        arguments = _bind_d2l_form(AdditiveAttention, args, kwargs)
         num_hiddens = require_positive_int("num_hiddens", arguments["num_hiddens"])
-        dropout = _require_dropout_of_form(arguments["dropout"], "AdditiveAttention", forms)
-        if edition == 0:  # d2l 0.17: AdditiveAttention(key_size, query_size, num_hiddens, dropout)
+        self.dropout = nn.Dropout(require_dropout(arguments["dropout"]))
+        if "key_size" in arguments:  # d2l 0.17: the input sizes are given
             self.key_size = require_positive_int("key_size", arguments["key_size"])
             self.query_size = require_positive_int("query_size", arguments["query_size"])
             self.W_k = nn.Linear(self.key_size, num_hiddens, bias=False)
             self.W_q = nn.Linear(self.query_size, num_hiddens, bias=False)
-        else:  # d2l 1.0: AdditiveAttention(num_hiddens, dropout); the first call fixes the input sizes
+        else:  # d2l 1.0: the first call fixes the input sizes (nn.LazyLinear); None until then
             self.key_size = self.query_size = None
             self.W_k = nn.LazyLinear(num_hiddens, bias=False)
             self.W_q = nn.LazyLinear(num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
-        self.dropout = nn.Dropout(dropout)
         self.attention_weights: Tensor | None = None
 
     def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None) -> Tensor:
-        require_qkv(queries, keys, values, rank=3)
-        if self.query_size is None:  # built in d2l 1.0's form: this first call fixes the input sizes
+        require_qkv(queries, keys, values, 3, layer=self, valid_lens=valid_lens)
+        if self.query_size is None:  # built in d2l 1.0's form: the first valid call fixes the input sizes
             self.query_size, self.key_size = queries.shape[-1], keys.shape[-1]
-        require_features("queries", queries, self.query_size, "query_size")
-        require_features("keys", keys, self.key_size, "key_size")
-        require_layer_dtype("queries", queries, self.W_q.weight)
-        batch_size, num_queries, _ = queries.shape
-        num_kvpairs = keys.shape[1]
-        mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens, device=queries.device)
+        mask = _attention_mask(queries.shape[1], keys.shape[1], valid_lens, False, None, queries.device)
         # Every query meets every key by broadcasting:
         # (batch, queries, 1, hiddens) + (batch, 1, kvpairs, hiddens) -> (batch, queries, kvpairs, hiddens)
         features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
@@ -198,37 +172,55 @@ class MultiHeadAttention(nn.Module):
         - output: ``(batch_size, num_queries, num_hiddens)``
     """
 
-    def __init__(self, *args: Any, head_dim: int | None = None, v_head_dim: int | None = None,
-                 **kwargs: Any) -> None:
+    @typing.overload
+    def __init__(self, key_size: int, query_size: int, value_size: int, num_hiddens: int, num_heads: int,
+                 dropout: float = 0.0, bias: bool = False, *, head_dim: int | None = None,
+                 v_head_dim: int | None = None) -> None: ...
+    @typing.overload
+    def __init__(self, num_hiddens: int, num_heads: int, dropout: float = 0.0, bias: bool = False, *,
+                 head_dim: int | None = None, v_head_dim: int | None = None) -> None: ...
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """``MultiHeadAttention(key_size, query_size, value_size, num_hiddens, num_heads, dropout=0.0, bias=False)``
+        (d2l 0.17) or ``MultiHeadAttention(num_hiddens, num_heads, dropout=0.0, bias=False)`` (d2l 1.0); both also
+        take ``head_dim`` and ``v_head_dim`` by keyword."""
         super().__init__()
-        forms = (_multi_head_d2l_0_17, _multi_head_d2l_1_0)
-        edition, arguments = _bind_d2l_form("MultiHeadAttention", forms, args, kwargs)
-        num_hiddens = require_positive_int("num_hiddens", arguments["num_hiddens"])
-        self.num_heads = num_heads = require_positive_int("num_heads", arguments["num_heads"])
-        dropout = _require_dropout_of_form(arguments["dropout"], "MultiHeadAttention", forms)
-        bias = require_bool("bias", arguments["bias"])
+        arguments = _bind_d2l_form(MultiHeadAttention, args, kwargs)
+        sizes = ((arguments["query_size"], arguments["key_size"], arguments["value_size"])
+                 if "query_size" in arguments else None)  # None: d2l 1.0's form
+        self._build(sizes, arguments["num_hiddens"], arguments["num_heads"], arguments["num_heads"],
+                    arguments["dropout"], arguments["bias"], arguments["head_dim"], arguments["v_head_dim"])
+
+    def _build(self, sizes: tuple[object, object, object] | None, num_hiddens: object, num_heads: object,
+               num_kv_heads: object, dropout: object, bias: object, head_dim: object, v_head_dim: object) -> None:
+        """Check the arguments and make the projections; ``sizes`` (query_size, key_size, value_size) of None
+        make lazy ones, whose input sizes the first call fixes (d2l 1.0's form)."""
+        num_hiddens = require_positive_int("num_hiddens", num_hiddens)
+        self.num_heads = num_heads = require_positive_int("num_heads", num_heads)
+        self.num_kv_heads = require_kv_heads_divide(num_heads, num_kv_heads)  # num_heads: every head its own
+        self.num_groups = num_heads // self.num_kv_heads  # query heads per key-value head
         if head_dim is None or v_head_dim is None:
             require_heads_divide(num_hiddens, num_heads)
         # Features per head: of the queries and keys (they meet in dot products), and of the values.
         self.head_dim = num_hiddens // num_heads if head_dim is None else require_positive_int("head_dim", head_dim)
         self.v_head_dim = (num_hiddens // num_heads if v_head_dim is None
                            else require_positive_int("v_head_dim", v_head_dim))
-        if edition == 0:  # d2l 0.17: the input sizes are given
-            self.query_size, self.key_size, self.value_size = (
-                require_positive_int(name, arguments[name]) for name in ("query_size", "key_size", "value_size"))
-            self.W_q = nn.Linear(self.query_size, num_heads * self.head_dim, bias=bias)
-            self.W_k = nn.Linear(self.key_size, num_heads * self.head_dim, bias=bias)
-            self.W_v = nn.Linear(self.value_size, num_heads * self.v_head_dim, bias=bias)
-        else:  # d2l 1.0: the first call fixes the input sizes (nn.LazyLinear); None until then
-            self.query_size = self.key_size = self.value_size = None
-            self.W_q = nn.LazyLinear(num_heads * self.head_dim, bias=bias)
-            self.W_k = nn.LazyLinear(num_heads * self.head_dim, bias=bias)
-            self.W_v = nn.LazyLinear(num_heads * self.v_head_dim, bias=bias)
+        bias = require_bool("bias", bias)
+        names = ("query_size", "key_size", "value_size")
+        self.query_size, self.key_size, self.value_size = (None, None, None) if sizes is None else (
+            require_positive_int(name, size) for name, size in zip(names, sizes, strict=True))
+
+        def projection(in_features: int | None, out_features: int) -> nn.Module:
+            return nn.LazyLinear(out_features, bias=bias) if in_features is None else nn.Linear(
+                in_features, out_features, bias=bias)
+
+        self.W_q = projection(self.query_size, num_heads * self.head_dim)
+        self.W_k = projection(self.key_size, self.num_kv_heads * self.head_dim)  # fewer heads in GQA
+        self.W_v = projection(self.value_size, self.num_kv_heads * self.v_head_dim)
         self.W_o = nn.Linear(num_heads * self.v_head_dim, num_hiddens, bias=bias)
-        # All heads attend in one call of one DotProductAttention, with the heads folded into its batch
-        # axis; d2l's Transformer code reads the weights there: .attention.attention_weights.
-        self.attention = DotProductAttention(dropout)
-        self._trace: list[tuple[str, str, Tensor]] | None = None  # filled while a shape trace runs
+        # All heads attend in one call, with the heads folded into the batch axis; d2l's Transformer code reads
+        # the weights and the dropout of that one attention: .attention.attention_weights.
+        self.attention = DotProductAttention(require_dropout(dropout))
 
     def forward(
         self,
@@ -241,67 +233,49 @@ class MultiHeadAttention(nn.Module):
         attn_mask: Tensor | None = None,
         need_weights: bool = True,
     ) -> Tensor:
-        # The arguments are checked here, once; everything below trusts them.
-        require_layer_inputs(queries, keys, values, (self.query_size, self.key_size, self.value_size), self.W_q.weight)
-        require_bool("need_weights", need_weights)
-        if self.query_size is None:  # built in d2l 1.0's form: this first call fixes the input sizes
-            self.query_size, self.key_size, self.value_size = (x.shape[-1] for x in (queries, keys, values))
-        batch_size, num_queries, _ = queries.shape
-        num_kvpairs = keys.shape[1]
+        require_qkv(queries, keys, values, 3, layer=self, valid_lens=valid_lens, causal=causal, attn_mask=attn_mask,
+                    need_weights=need_weights)  # the one check: everything below trusts the arguments
+        if self.query_size is None:  # built in d2l 1.0's form: the first valid call fixes the input sizes
+            self.query_size, self.key_size, self.value_size = queries.shape[-1], keys.shape[-1], values.shape[-1]
+        heads, kv_heads = self.num_heads, self.num_kv_heads
+        dropout_p = self.attention.dropout.p if self.training else 0.0
         # valid_lens, causal and attn_mask become one boolean mask: (batch or 1, queries or 1, kvpairs), or None
-        mask = attention_mask(batch_size, num_queries, num_kvpairs, valid_lens,
-                              causal=causal, attn_mask=attn_mask, device=queries.device)
-        record = self._record
-        if mask is not None:
-            record("  mask", "attention_mask(valid_lens, causal, attn_mask)", mask)
+        mask = _attention_mask(queries.shape[1], keys.shape[1], valid_lens, causal, attn_mask, queries.device)
 
-        # 1. Project: (batch, queries or kvpairs, *_size) -> (batch, queries or kvpairs, num_heads * head_dim)
-        queries = record("1 project", "W_q(queries)", self.W_q(queries))
-        keys = record("1 project", "W_k(keys)", self.W_k(keys))
-        values = record("1 project", "W_v(values)", self.W_v(values))  # num_heads * v_head_dim features
+        # 1. Project: (batch, queries or kvpairs, *_size) -> (batch, queries or kvpairs, heads * head_dim);
+        # keys and values get kv_heads * head_dim and kv_heads * v_head_dim features
+        queries, keys, values = self.W_q(queries), self.W_k(keys), self.W_v(values)
         if need_weights:
-            output = self._attend_with_weights(queries, keys, values, mask)  # steps 2 to 4, below
+            # 2. Split the heads and fold them into the batch axis (transpose_qkv, chapter 03):
+            # (batch, queries or kvpairs, heads * head_dim) -> (batch * heads, queries or kvpairs, head_dim)
+            queries = _transpose_qkv(queries, heads)
+            keys, values = _transpose_qkv(keys, kv_heads), _transpose_qkv(values, kv_heads)
+            if kv_heads < heads:  # grouped-query attention: each key-value head serves num_groups query heads
+                keys = keys.repeat_interleave(self.num_groups, dim=0)  # (batch * kv_heads, ...) -> (batch * heads, ...)
+                values = values.repeat_interleave(self.num_groups, dim=0)
+            if mask is not None and mask.size(0) > 1:
+                # The heads of one sequence sit side by side on the folded axis: [m0, m0, m1, m1], not [m0, m1, m0, m1].
+                mask = mask.repeat_interleave(heads, dim=0)  # (batch, queries or 1, kvpairs) -> (batch * heads, ...)
+            # 3. Scores, mask, softmax, dropout and weighted sum, every head of every sequence in one batched call:
+            # (batch * heads, queries, head_dim) -> (batch * heads, queries, v_head_dim)
+            output, weights = _attention(queries, keys, values, mask, dropout_p)
+            self.attention.attention_weights = weights.detach()
+            # 4. Concatenate the heads (transpose_output, chapter 03): -> (batch, queries, heads * v_head_dim)
+            output = _transpose_output(output, heads)
         else:
-            output = self._attend_fused(queries, keys, values, mask)
+            # 2 to 4 in PyTorch's fused kernel, which takes the heads on an axis of their own (views, no copies)
+            # and never stores the weights: (batch, seq, heads * head_dim) -> (batch, heads, seq, head_dim)
+            queries = queries.unflatten(-1, (heads, -1)).transpose(1, 2)
+            keys = keys.unflatten(-1, (kv_heads, -1)).transpose(1, 2)  # kv_heads: enable_gqa repeats them inside
+            values = values.unflatten(-1, (kv_heads, -1)).transpose(1, 2)
+            if mask is not None:
+                mask = mask.unsqueeze(1)  # (batch, queries or 1, kvpairs) -> (batch, 1, queries or 1, kvpairs)
+            output = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p,
+                                                    enable_gqa=kv_heads < heads)
+            output = output.transpose(1, 2).flatten(2)  # (batch, heads, queries, v_head_dim) -> (batch, queries, ...)
             self.attention.attention_weights = None
-        # 5. Mix what the heads found: (batch, queries, num_heads * v_head_dim) -> (batch, queries, num_hiddens)
-        return record("5 output projection", "W_o(concatenated)", self.W_o(output))
-
-    def _attend_with_weights(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
-        """Steps 2 to 4 with the heads folded into the batch axis (the d2l book's layout), keeping the weights."""
-        record, num_heads = self._record, self.num_heads
-        # Split into heads and fold them into the batch axis (transpose_qkv, chapter 03):
-        # (batch, queries or kvpairs, num_heads * head_dim) -> (batch * heads, queries or kvpairs, head_dim)
-        queries = record("  split heads", "transpose_qkv(queries)", _transpose_qkv(queries, num_heads))
-        keys = record("  split heads", "transpose_qkv(keys)", _transpose_qkv(keys, num_heads))
-        values = record("  split heads", "transpose_qkv(values)", _transpose_qkv(values, num_heads))
-        if mask is not None and mask.size(0) > 1:
-            # The heads of one sequence sit next to each other on the folded axis, so each sequence's
-            # mask is repeated in place: [m0, m0, m1, m1], not [m0, m1, m0, m1].
-            # (batch, queries or 1, kvpairs) -> (batch * heads, queries or 1, kvpairs)
-            mask = record("  split heads", "mask, repeated per head", mask.repeat_interleave(num_heads, dim=0))
-        # 2. Score, 3. softmax and weighted sum: every head of every sequence in one batched call.
-        # (batch * heads, queries, head_dim) -> (batch * heads, queries, v_head_dim)
-        attention = self.attention
-        output = attention._attend(queries, keys, values, mask)
-        record("2 score, 3 softmax", f"softmax(queries @ keys^T / sqrt({queries.shape[-1]}))",
-               attention.attention_weights)
-        record("3 weighted sum", "weights @ values", output)
-        # 4. Concatenate the heads (transpose_output, chapter 03):
-        # (batch * heads, queries, v_head_dim) -> (batch, queries, num_heads * v_head_dim)
-        return record("4 concatenate", "transpose_output(output)", _transpose_output(output, num_heads))
-
-    def _attend_fused(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
-        """Steps 2 to 4 in PyTorch's fused kernel, which never stores the weights."""
-        # The kernel takes the heads on an axis of their own (chapter 03's 4-D layout); these are views.
-        # (batch, seq, num_heads * head_dim) -> (batch, seq, heads, head_dim) -> (batch, heads, seq, head_dim)
-        queries, keys, values = (X.unflatten(-1, (self.num_heads, -1)).transpose(1, 2)
-                                 for X in (queries, keys, values))
-        if mask is not None:
-            mask = mask.unsqueeze(1)  # (batch, queries or 1, kvpairs) -> (batch, 1, queries or 1, kvpairs)
-        dropout_p = self.dropout.p if self.training else 0.0
-        output = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p)
-        return output.transpose(1, 2).flatten(2)  # (batch, heads, queries, v_head_dim) -> (batch, queries, ...)
+        # 5. Mix what the heads found: (batch, queries, heads * v_head_dim) -> (batch, queries, num_hiddens)
+        return self.W_o(output)
 
     def transpose_qkv(self, X: Tensor) -> Tensor:
         """d2l 1.0's method: :func:`mha_lib.transpose_qkv` with this layer's ``num_heads``."""
@@ -322,12 +296,6 @@ class MultiHeadAttention(nn.Module):
     def dropout(self) -> nn.Dropout:
         """The dropout of the attention weights; it lives in ``.attention``, as in the d2l book."""
         return self.attention.dropout
-
-    def _record(self, step: str, operation: str, tensor: Tensor) -> Tensor:
-        """Return ``tensor``; while a shape trace runs (``mha_lib.chapters.anatomy``), also keep it."""
-        if self._trace is not None:
-            self._trace.append((step, operation, tensor))
-        return tensor
 
 
 class GeneralMultiHeadAttention(MultiHeadAttention):
@@ -365,3 +333,9 @@ class GeneralMultiHeadAttention(MultiHeadAttention):
                          head_dim=require_positive_int("qk_size", qk_size),
                          v_head_dim=require_positive_int("v_size", v_size))
         self.qk_size, self.v_size = qk_size, v_size
+
+
+# Shift-Tab and help() show a constructor's signature: that of d2l 0.17's form (the one this collection follows),
+# not (*args, **kwargs); the class docstrings give both forms.
+for _layer in (AdditiveAttention, MultiHeadAttention):
+    _layer.__init__.__signature__ = inspect.signature(typing.get_overloads(_layer.__init__)[0])

@@ -16,7 +16,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 from torch import Tensor
 
-from ._validation import require_bool_mask
+from ._validation import require_bool_mask, require_tensor
 from .i18n import figure_text
 
 __all__ = ["MASKED_COLOUR", "show_heatmaps"]
@@ -50,9 +50,12 @@ def show_heatmaps(
         - matrices: ``(num_rows, num_cols, num_queries, num_kvpairs)``
         - mask: broadcastable to ``matrices``, e.g. ``(num_rows, 1, num_queries, num_kvpairs)``
     """
-    if not isinstance(matrices, Tensor) or matrices.dim() != 4:
-        got = tuple(matrices.shape) if isinstance(matrices, Tensor) else type(matrices).__name__
-        raise ValueError(f"matrices must be a 4-D tensor (num_rows, num_cols, num_queries, num_kvpairs), got {got}")
+    require_tensor("matrices", matrices, 4, "(num_rows, num_cols, num_queries, num_kvpairs)", floating=False)
+    if matrices.dtype.is_complex:
+        raise TypeError(f"matrices must hold real numbers, got dtype {matrices.dtype}: a heatmap cannot show an "
+                        "imaginary part; pass matrices.real or matrices.abs()")
+    if matrices.numel() == 0:
+        raise ValueError(f"matrices must have at least one cell to draw, got shape {tuple(matrices.shape)}")
     num_rows, num_cols = matrices.shape[:2]
     xlabel = figure_text("keys") if xlabel is None else xlabel
     ylabel = figure_text("queries") if ylabel is None else ylabel
@@ -63,7 +66,9 @@ def show_heatmaps(
         hidden = (~mask).to("cpu").expand(matrices.shape).numpy()
     matrices = matrices.detach().to("cpu", torch.float32)
     colours = colormaps[cmap].with_extremes(bad=MASKED_COLOUR)
-    vmin, vmax = min(0.0, matrices.min().item()), max(matrices.max().item(), 1e-12)
+    finite = matrices[matrices.isfinite()]  # a NaN or inf cell must not take the colour scale with it
+    vmin = min(0.0, finite.min().item()) if finite.numel() else 0.0
+    vmax = max(finite.max().item(), 1e-12) if finite.numel() else 1.0
     fig = plt.figure(figsize=figsize, layout="constrained")
     axes = fig.subplots(num_rows, num_cols, sharex=True, sharey=True, squeeze=False)
     for i in range(num_rows):

@@ -60,6 +60,9 @@ def to_torch_mha(mha: MultiHeadAttention) -> nn.MultiheadAttention:
     """
     if not isinstance(mha, MultiHeadAttention):
         raise TypeError(f"mha must be an mha_lib.MultiHeadAttention, got {type(mha).__name__}")
+    if mha.num_kv_heads != mha.num_heads:
+        raise ValueError(f"nn.MultiheadAttention has one key-value head per query head; mha has num_kv_heads="
+                         f"{mha.num_kv_heads} for num_heads={mha.num_heads}")
     num_hiddens = mha.W_o.out_features
     sizes = {"query_size": mha.W_q.in_features, "num_heads * head_dim": mha.W_q.out_features,
              "num_heads * v_head_dim": mha.W_v.out_features}

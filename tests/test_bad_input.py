@@ -348,14 +348,14 @@ BAD_MASK_DTYPES = [
 
 
 @pytest.mark.parametrize("shape", BAD_MASK_SHAPES)
-def test_scaled_dot_product_attention_rejects_mask_that_does_not_broadcast(shape):
+def test_dot_product_attention_rejects_mask_that_does_not_broadcast(shape):
     inputs = make_inputs(key_size=QUERY_SIZE)
     with pytest.raises(ValueError, match=msg("mask", "broadcast", SCORES_SHAPE, f"got shape {shape}")):
         dot_product_attention(**inputs, mask=torch.ones(shape, dtype=torch.bool))
 
 
 @pytest.mark.parametrize("dtype", BAD_MASK_DTYPES)
-def test_scaled_dot_product_attention_rejects_non_bool_mask(dtype):
+def test_dot_product_attention_rejects_non_bool_mask(dtype):
     inputs = make_inputs(key_size=QUERY_SIZE)
     with pytest.raises(TypeError, match=msg("mask", "boolean", f"got {dtype}")):
         dot_product_attention(**inputs, mask=torch.ones(SCORES_SHAPE, dtype=dtype))
@@ -427,7 +427,7 @@ def test_causal_mask_rejects_bool_size():
 
 
 @pytest.mark.parametrize("num_kvpairs", [-1, 2.5])
-def test_sequence_mask_checks_num_kvpairs(num_kvpairs):
+def test_valid_lens_mask_checks_num_kvpairs(num_kvpairs):
     error = TypeError if isinstance(num_kvpairs, float) else ValueError
     with pytest.raises(error, match=msg("num_kvpairs", f"got {num_kvpairs!r}")):
         valid_lens_mask(torch.tensor([0, 1]), num_kvpairs)
@@ -458,7 +458,7 @@ def test_to_torch_mha_needs_an_mha_lib_layer():
         to_torch_mha("x")
 
 
-def test_scaled_dot_product_attention_needs_at_least_two_axes():
+def test_dot_product_attention_needs_at_least_two_axes():
     q = torch.randn(4)
     with pytest.raises(ValueError, match=msg("queries", "at least 2 axes", "got shape (4,)")):
         dot_product_attention(q, q, q)

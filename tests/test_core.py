@@ -54,15 +54,19 @@ def test_dropout_drops_weights_in_training_and_keeps_the_mean(device, need_weigh
     # With values all ones, each output feature is the sum of the kept weights of its row, scaled by 1/(1-p):
     # 0 where every weight was dropped, and 1 on average over many rows.
     p = 0.5
-    mha, _ = layer_and_input(device, dropout=p, num_hiddens=8, num_heads=2)
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 8, 8, 8, 2, dropout=p, bias=True).to(device)
+    with torch.no_grad():  # values all ones (W_v maps everything to its bias), and W_o passes them through
+        mha.W_v.weight.zero_()
+        mha.W_v.bias.fill_(1.0)
+        mha.W_o.weight.copy_(torch.eye(8))
+        mha.W_o.bias.zero_()
     attention = mha.train()
     queries = torch.randn(64, 32, 8, device=device)
     outputs = []
     torch.manual_seed(1)
     for _ in range(4):
-        heads = attention._attend_with_weights if need_weights else attention._attend_fused
-        values = torch.ones(64, 32, 8, device=device)
-        outputs.append(heads(queries, queries, values, None))
+        outputs.append(attention(queries, queries, queries, need_weights=need_weights).detach())
     outputs = torch.stack(outputs)  # (4, batch, queries, num_heads * head_dim)
     assert not torch.equal(outputs[0], outputs[1])  # a new mask each call
     mean = outputs.mean().item()
@@ -159,23 +163,32 @@ def test_dot_product_attention_takes_a_dropout_probability_not_a_module():
     torch.manual_seed(0)
     output, weights = dot_product_attention(q, q, q, dropout_p=0.5)
     assert output.shape == (2, 3, 4) and torch.allclose(weights.sum(-1), torch.ones(2, 3))
-    with pytest.raises(ValueError, match="dropout_p must be a probability in \\[0, 1\\), got Dropout"):
+    with pytest.raises(TypeError, match="dropout_p must be a probability in \\[0, 1\\), got Dropout"):
         dot_product_attention(q, q, q, dropout_p=torch.nn.Dropout(0.1))
 
 
 def test_trace_rows_are_the_forward_pass_own_tensors():
-    # The trace is recorded by the layer's forward pass itself: a layer that changes a step shows the change.
-    class Doubled(MultiHeadAttention):
-        def _attend_with_weights(self, queries, keys, values, mask):
-            return 2 * super()._attend_with_weights(queries, keys, values, mask)
-
+    # The trace watches the layer from outside: its rows are the tensors the forward pass itself computed.
     torch.manual_seed(0)
-    layer = Doubled(8, 8, 8, 8, 2)
-    X = torch.randn(1, 3, 8)
-    rows = trace_multi_head_attention(layer, X, X, X)
-    torch.testing.assert_close(rows[-1].tensor, layer(X, X, X))
-    concatenated = [row.tensor for row in rows if row.step == "4 concatenate"][0]
-    torch.testing.assert_close(layer.W_o(2 * concatenated), rows[-1].tensor)
+    layer = MultiHeadAttention(8, 8, 8, 8, 2).eval()
+    X, valid_lens = torch.randn(2, 3, 8), torch.tensor([1, 3])
+    rows = trace_multi_head_attention(layer, X, X, X, valid_lens)
+    output = layer(X, X, X, valid_lens)
+    torch.testing.assert_close(rows[-1].tensor, output)
+    by_operation = {row.operation: row.tensor for row in rows}
+    torch.testing.assert_close(layer.W_o(by_operation["transpose_output(output)"]), output)
+    torch.testing.assert_close(by_operation["softmax(queries @ keys^T / sqrt(4))"], layer.attention.attention_weights)
+    assert by_operation["valid_lens -> mask"].tolist() == [[[True, False, False]], [[True, True, True]]]
+
+
+def test_the_core_carries_no_tracing_code():
+    import inspect
+
+    import mha_lib.functional
+    import mha_lib.modules
+    for module in (mha_lib.modules, mha_lib.functional):
+        source = inspect.getsource(module)
+        assert "record(" not in source and "_trace" not in source
 
 
 def test_general_layer_traces_value_heads_of_their_own_width():

@@ -55,7 +55,7 @@ def loop_mask(valid_lens, num_queries, num_kvpairs):
 # --- masks ---------------------------------------------------------------------------------
 
 
-def test_sequence_mask_keeps_the_first_valid_lens_pairs():
+def test_valid_lens_mask_keeps_the_first_valid_lens_pairs():
     expected = torch.tensor([[True, False, False, False], [True, True, True, False], [False] * 4])
     assert torch.equal(valid_lens_mask(torch.tensor([1, 3, 0]), 4), expected)
 
@@ -142,7 +142,7 @@ def make_mask(kind, leading, num_queries, num_kvpairs):
 @pytest.mark.parametrize("mask_kind", [None, "padding", "causal", "random"])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("seed", SEEDS)
-def test_scaled_dot_product_attention_matches_pytorch(shape, mask_kind, seed):
+def test_dot_product_attention_matches_pytorch(shape, mask_kind, seed):
     torch.manual_seed(seed)
     leading, num_queries, num_kvpairs, d, value_dim = shape
     q, k, v = randn(*leading, num_queries, d), randn(*leading, num_kvpairs, d), randn(*leading, num_kvpairs, value_dim)
@@ -312,7 +312,7 @@ def test_future_tokens_cannot_change_earlier_outputs(need_weights, position):
 # --- gradients ---------------------------------------------------------------------------------
 
 
-def test_gradcheck_scaled_dot_product_attention_with_a_fully_masked_row():
+def test_gradcheck_dot_product_attention_with_a_fully_masked_row():
     q, k, v = (randn(2, 3, 4).requires_grad_() for _ in range(3))
     mask = torch.tensor([[True, False, False], [False, False, False], [True, True, True]])
     assert torch.autograd.gradcheck(lambda q, k, v: dot_product_attention(q, k, v, mask), (q, k, v))

@@ -64,10 +64,21 @@ def test_show_heatmaps_keeps_zero_at_the_bottom_of_the_colour_scale():
     assert fig.axes[0].get_images()[0].get_clim() == (0.0, 0.5)
 
 
-@pytest.mark.parametrize("bad", [torch.rand(3, 4, 5), [[0.5]]])
-def test_show_heatmaps_rejects_anything_but_a_4d_tensor(bad):
-    with pytest.raises(ValueError, match="matrices must be a 4-D tensor"):
+@pytest.mark.parametrize(("bad", "error", "message"), [
+    (torch.rand(3, 4, 5), ValueError, "matrices must be a 4-D tensor"),
+    ([[0.5]], TypeError, "matrices must be a torch.Tensor"),
+    (torch.rand(1, 1, 2, 2, dtype=torch.complex64), TypeError, "matrices must hold real numbers"),
+    (torch.rand(1, 1, 0, 3), ValueError, "matrices must have at least one cell"),
+])
+def test_show_heatmaps_rejects_anything_but_a_4d_real_nonempty_tensor(bad, error, message):
+    with pytest.raises(error, match=message):
         d2l_show_heatmaps(bad)
+
+
+def test_a_nan_cell_keeps_the_colour_scale_of_the_finite_ones():  # review D5
+    matrices = torch.tensor([0.2, 0.4, 0.6, float("nan")]).reshape(1, 1, 2, 2)
+    fig = show_heatmaps(matrices)
+    assert fig.axes[0].get_images()[0].get_clim() == pytest.approx((0.0, 0.6))
 
 
 def test_show_heatmaps_wants_one_title_per_column():

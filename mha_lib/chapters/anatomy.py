@@ -5,10 +5,12 @@ Dimension names are those of :mod:`mha_lib.functional`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
+from torch.overrides import TorchFunctionMode
 
 from .._validation import require_heads_divide, require_positive_int
 from ..i18n import N_, _
@@ -25,10 +27,12 @@ __all__ = [
 ]
 
 
-# The names of the steps and the worded operations that MultiHeadAttention's forward pass records (mha_lib/modules.py),
-# marked for the catalogue: format_trace and the explorer print them in the reader's language.
+# The names of the steps and the worded operations of a traced forward pass, marked for the catalogue:
+# format_trace and the explorer print them in the reader's language.
 STEP_NAMES = (N_("input"), N_("mask"), N_("1 project"), N_("split heads"), N_("2 score, 3 softmax"),
               N_("3 weighted sum"), N_("4 concatenate"), N_("5 output projection"), N_("mask, repeated per head"))
+PROJECTIONS = {"W_q": ("1 project", "W_q(queries)"), "W_k": ("1 project", "W_k(keys)"),
+               "W_v": ("1 project", "W_v(values)"), "W_o": ("5 output projection", "W_o(concatenated)")}
 
 
 class TraceRow(NamedTuple):
@@ -38,6 +42,45 @@ class TraceRow(NamedTuple):
     operation: str
     shape: tuple[int, ...]
     tensor: Tensor
+
+
+class _Watcher(TorchFunctionMode):
+    """Sees every tensor operation of a forward pass (the core knows nothing of it) and keeps those that make
+    a step of the five: the mask, the heads split and folded, the weights, their sum, the heads concatenated.
+
+    The steps are told apart by the order in which they come and by what the operations make: the mask is the
+    last boolean tensor before the first projection; a head split or a concatenation is a ``reshape`` from 4
+    axes to 3 (three splits, queries, keys and values, then one concatenation); the weights come from
+    ``softmax`` (and the ``where`` that zeroes the masked ones), the weighted sum is the product that follows.
+    """
+
+    def __init__(self, rows: list[tuple[str, str, Tensor]]) -> None:
+        super().__init__()
+        self.rows, self.mask, self.splits, self.weights, self.summed = rows, None, [], None, False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204 (PyTorch's protocol)
+        result = func(*args, **(kwargs or {}))
+        if not isinstance(result, Tensor):
+            return result
+        name, projected = func.__name__, any(step == "1 project" for step, _, _ in self.rows)
+        if not projected and result.dtype == torch.bool:
+            self.mask = result
+        elif name == "repeat_interleave" and result.dtype == torch.bool:
+            self.rows.append(("  split heads", "mask, repeated per head", result))
+        elif name == "reshape" and args[0].dim() == 4 and result.dim() == 3 and self.weights is None:
+            which = ("queries", "keys", "values")[len(self.splits)]
+            self.splits.append(result)
+            self.rows.append(("  split heads", f"transpose_qkv({which})", result))
+        elif name in ("softmax", "where") and self.splits and not self.summed:
+            self.weights = result  # the where after the softmax zeroes the masked weights
+        elif name in ("matmul", "__matmul__") and self.weights is not None and not self.summed:
+            self.summed = True
+            head_dim = self.splits[0].shape[-1]
+            self.rows.append(("2 score, 3 softmax", f"softmax(queries @ keys^T / sqrt({head_dim}))", self.weights))
+            self.rows.append(("3 weighted sum", "weights @ values", result))
+        elif name == "reshape" and args[0].dim() == 4 and result.dim() == 3 and self.summed:
+            self.rows.append(("4 concatenate", "transpose_output(output)", result))
+        return result
 
 
 def trace_multi_head_attention(
@@ -50,9 +93,11 @@ def trace_multi_head_attention(
 ) -> list[TraceRow]:
     """Run ``mha(queries, keys, values, valid_lens, causal=causal)`` and record every step with its shape.
 
-    The rows are the tensors the layer's own forward pass computes (``need_weights=True``, the path that
-    folds the heads into the batch axis), so the last row holds the layer's output. The trace runs
-    without gradients and leaves ``mha.attention_weights`` as it was.
+    The layer is watched from outside, as ``torch.utils.flop_counter.FlopCounterMode`` watches a model:
+    forward hooks see what each projection returns, and a ``torch.overrides.TorchFunctionMode`` sees every
+    tensor operation in between. The rows are the tensors the layer's own forward pass computes
+    (``need_weights=True``, the path that folds the heads into the batch axis), so the last row holds the
+    layer's output. The trace runs without gradients and leaves ``mha.attention_weights`` as it was.
 
     Shape:
         - queries: ``(batch_size, num_queries, query_size)``
@@ -63,19 +108,29 @@ def trace_multi_head_attention(
     """
     if not isinstance(mha, MultiHeadAttention):
         raise TypeError(f"mha must be an mha_lib.MultiHeadAttention, got {type(mha).__name__}")
-    steps = [("input", name, X) for name, X in (("queries", queries), ("keys", keys), ("values", values))]
+    rows = [("input", name, X) for name, X in (("queries", queries), ("keys", keys), ("values", values))]
+    watcher = _Watcher(rows)
+
+    def projected(name: str) -> Callable:
+        def hook(module: nn.Module, inputs: tuple, output: Tensor) -> None:
+            if name == "W_q" and watcher.mask is not None:  # the mask was built before the projections
+                rows.append(("  mask", "", watcher.mask))
+            rows.append((*PROJECTIONS[name], output))
+        return hook
+
+    hooks = [getattr(mha, name).register_forward_hook(projected(name)) for name in PROJECTIONS]
     weights_before = mha.attention.attention_weights
-    mha._trace = steps
     try:
-        with torch.no_grad():
+        with torch.no_grad(), watcher:
             mha(queries, keys, values, valid_lens, causal=causal, need_weights=True)
     finally:
-        mha._trace = None
+        for hook in hooks:
+            hook.remove()
         mha.attention.attention_weights = weights_before
-    # The layer names its mask after all its sources; here we know which ones were given.
+    # The mask's sources: here we know which ones were given.
     sources = " & ".join(name for name, given in (("valid_lens", valid_lens is not None), ("causal", causal)) if given)
     return [TraceRow(step, f"{sources} -> mask" if step == "  mask" else operation, tuple(tensor.shape), tensor)
-            for step, operation, tensor in steps]
+            for step, operation, tensor in rows]
 
 
 def format_trace(rows: list[TraceRow]) -> str:

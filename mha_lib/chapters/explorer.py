@@ -30,6 +30,7 @@ from matplotlib.figure import Figure
 from PIL import Image
 from torch import Tensor
 
+from .. import _validation
 from .._validation import require_bool_mask, require_heads_divide, require_positive_int
 from ..i18n import N_, _, figure_text
 from ..masks import attention_mask
@@ -82,8 +83,7 @@ INPUT_STD = 3.0  # the explorer's random inputs: standard normal times 3, so the
 
 def divisors(n: int) -> list[int]:
     """All positive divisors of ``n`` in increasing order: the numbers of heads ``num_hiddens = n`` allows."""
-    require_positive_int("n", n)
-    return [k for k in range(1, n + 1) if n % k == 0]
+    return _validation.divisors(require_positive_int("n", n))
 
 
 def nearest_divisor(n: int, value: int) -> int:

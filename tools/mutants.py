@@ -1,0 +1,118 @@
+"""Hand-made mutation testing of the library's core: change one line, run the tests that guard it, restore.
+
+Each mutant is a plausible mistake (an off-by-one, a lost check, a wrong axis, a constant that looks right).
+A mutant is *killed* when at least one test fails; a survivor marks a rule that no test pins down. The
+source file is restored after every run, also when the run is interrupted.
+
+    python tools/mutants.py            # all mutants
+    python tools/mutants.py 3 7        # only mutants 3 and 7
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE_TESTS = ["tests/test_library_review.py", "tests/test_core.py", "tests/test_parity.py", "tests/test_bad_input.py",
+              "tests/test_grouped.py"]
+
+# (file, text as it is, text of the mutant, what the mutant gets wrong, extra test files)
+MUTANTS = [
+    ("functional.py", "torch.where(mask, weights, 0.0)", "weights", "hidden weights not set to zero", []),
+    ("functional.py", "torch.finfo(scores.dtype).min", "-1e4", "mask bias -1e4 instead of the dtype's minimum", []),
+    ("functional.py", "torch.addcmul(bias, scores, keep)", "scores + bias", "hidden scores added to, not replaced", []),
+    ("functional.py", "(1 / math.sqrt(queries.shape[-1]))", "(1 / math.sqrt(values.shape[-1]))",
+     "scale by the value width", []),
+    ("functional.py", "return (output.to(dtype), weights.to(dtype))", "return (output.to(dtype), weights)",
+     "half-precision weights returned as float32", []),
+    ("functional.py", "if dropout_p > 0 else weights", "if dropout_p > 1 else weights", "dropout never applied", []),
+    ("functional.py", "X = X.permute(0, 2, 1, 3)  # (b, n, h, d) -> (b, h, n, d)", "X = X",
+     "heads split without moving them before the tokens", []),
+    ("functional.py", "< valid_lens.to(device).unsqueeze(-1)", "<= valid_lens.to(device).unsqueeze(-1)",
+     "valid_lens keeps one key too many", []),
+    ("functional.py", "dtype=torch.bool, device=device).tril()", "dtype=torch.bool, device=device).tril(1)",
+     "causal mask lets a query see the next key", []),
+    ("functional.py", "mask = lower if mask is None else mask & lower", "mask = lower if mask is None else mask",
+     "causality dropped when valid_lens are given", []),
+    ("functional.py", "mask = attn_mask if mask is None else mask & attn_mask",
+     "mask = mask if mask is not None else attn_mask",
+     "attn_mask dropped when another mask is given", []),
+    ("functional.py", "return X.masked_fill_(", "return X.masked_fill(", "sequence_mask not in place", []),
+    ("functional.py", "device = given.device if given is not None else \"cpu\"", "device = \"cpu\"",
+     "attention_mask builds on the CPU whatever its inputs", []),
+    ("functional.py", "        require_nonnegative_int(name, size)\n", "", "attention_mask sizes unchecked", []),
+    ("functional.py", "    require_qk_features(queries, keys)\n    if mask", "    if mask",
+     "dot_product_attention without the d_k check", []),
+    ("modules.py", "mask = mask.repeat_interleave(heads, dim=0)", "mask = mask.repeat(heads, 1, 1)",
+     "per-sequence mask repeated in the wrong order", []),
+    ("modules.py", "keys = keys.repeat_interleave(self.num_groups, dim=0)",
+     "keys = keys.repeat(self.num_groups, 1, 1)",
+     "GQA key heads repeated in the wrong order", []),
+    ("modules.py", "self.attention.attention_weights = weights.detach()", "self.attention.attention_weights = weights",
+     "stored weights keep their autograd graph", []),
+    ("modules.py", "dropout_p = self.attention.dropout.p if self.training else 0.0",
+     "dropout_p = self.attention.dropout.p", "dropout in eval mode too", []),
+    ("modules.py", "            self.query_size, self.key_size, self.value_size = queries.shape[-1], keys.shape[-1]",
+     "            self.query_size, self.key_size, self.value_size = keys.shape[-1], queries.shape[-1]",
+     "lazy form records query and key sizes swapped", []),
+    ("modules.py", "        bias = require_bool(\"bias\", bias)\n", "", "bias not checked (D3)", []),
+    ("modules.py", "enable_gqa=kv_heads < heads", "enable_gqa=False", "fused GQA without enable_gqa", []),
+    ("_validation.py", "if size is not None and x.shape[-1] != size:", "if False:", "input sizes unchecked", []),
+    ("_validation.py", "        require_qk_features(queries, keys)\n    elif", "        pass\n    elif",
+     "DotProductAttention without the d_k check (D1)", []),
+    ("_validation.py", "if low < 0 or high > num_kvpairs:", "if low < 0 or high > num_kvpairs + 1:",
+     "valid_lens may exceed num_kvpairs by one", []),
+    ("_validation.py", "return [k for k in range(1, n + 1) if n % k == 0]",
+     "return [k for k in range(1, n) if n % k == 0]",
+     "divisor list misses n itself", []),
+    ("_validation.py",
+     "    if isinstance(value, bool) or not isinstance(value, numbers.Integral):\n"
+     "        raise TypeError(f\"{name} must be {expected}",
+     "    if not isinstance(value, numbers.Integral):\n        raise TypeError(f\"{name} must be {expected}",
+     "True accepted as an int", []),
+    ("_validation.py", "    if not isinstance(value, bool):\n", "    if False:\n", "require_bool accepts anything", []),
+    ("grouped.py", "return gqa.train(mha.training)", "return gqa", "mha_to_gqa ignores train/eval",
+     ["tests/test_kv_cache.py"]),
+    ("grouped.py", "return grouped.mean(dim=1)", "return grouped[:, 0]", "mha_to_gqa keeps one head per group", []),
+    ("grouped.py", "return query_head // (num_heads // num_kv_heads)", "return query_head % num_kv_heads",
+     "kv_head_of by modulo", []),
+    ("utils.py", "return reference.train(mha.training)", "return reference", "to_torch_mha ignores train/eval", []),
+    ("flex.py", "slopes.to(h.device)[h]", "slopes[h]", "ALiBi slopes stay on the CPU (D4)", ["tests/test_flex.py"]),
+    ("flex.py", "dtype=torch.int64, device=mask.device), pad)", "dtype=torch.int64), pad)",
+     "block_tiles builds on the CPU (D4)", ["tests/test_flex.py"]),
+    ("plotting.py", "finite = matrices[matrices.isfinite()]", "finite = matrices",
+     "a NaN cell takes the colour scale (D5)", ["tests/test_plotting.py"]),
+]
+
+
+def run(number: int) -> bool:
+    """Apply mutant ``number``, run its tests, restore the file; True if some test failed (killed)."""
+    name, original, mutant, _, extra = MUTANTS[number]
+    path = ROOT / "mha_lib" / name
+    source = path.read_text()
+    if source.count(original) != 1:
+        raise SystemExit(f"mutant {number}: the text to change occurs {source.count(original)} times in {name}")
+    try:
+        path.write_text(source.replace(original, mutant))
+        result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                                 *CORE_TESTS, *extra], cwd=ROOT, capture_output=True, text=True)
+    finally:
+        path.write_text(source)
+    return result.returncode != 0
+
+
+def main() -> None:
+    numbers = [int(arg) for arg in sys.argv[1:]] or range(len(MUTANTS))
+    survivors = []
+    for number in numbers:
+        killed = run(number)
+        print(f"{number:2d} {'killed  ' if killed else 'SURVIVED'} {MUTANTS[number][0]:15} {MUTANTS[number][3]}",
+              flush=True)
+        survivors += [] if killed else [number]
+    print(f"{len(numbers) - len(survivors)} of {len(numbers)} killed; survivors: {survivors or 'none'}")
+
+
+if __name__ == "__main__":
+    main()
