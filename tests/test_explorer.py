@@ -481,6 +481,10 @@ def test_scaling_summary_and_figure():
     left, right = fig.axes
     assert left.get_title() == "Scores of random q, k with d = 64" and right.get_xlabel() == "keys"
     assert len(right.patches) == 2 * saturation.num_kvpairs
+    # each histogram has 40 bins of its own: the scaled scores' bins are sqrt(64) = 8 times narrower
+    widths = [patch.get_width() for patch in left.patches]
+    assert len(widths) == 80
+    assert widths[0] == pytest.approx(8 * widths[-1])
     with pytest.raises(ValueError, match="d=8 was not measured"):
         plot_scaling(8, variance, saturation)
 

@@ -584,15 +584,17 @@ def plot_scaling(d: int, variance: ScoreVariance, saturation: SoftmaxSaturation,
     row = (torch.randn(1, d, generator=generator) * torch.randn(m, d, generator=generator)).sum(dim=-1)  # (m,)
     fig = Figure(figsize=(10.0, 3.6), layout="constrained")
     left, right = fig.subplots(1, 2)
+    # Each series gets 40 bins over 4 of its own standard deviations either side, and is drawn as a density:
+    # shared bins as wide as the unscaled spread would squeeze the scaled scores into a few bars.
     limit = 4 * max(math.sqrt(d), 1.0)
-    bins = np.linspace(-limit, limit, 41)
-    left.hist(unscaled.numpy(), bins=bins, color="tab:red", alpha=0.6,
+    left.hist(unscaled.numpy(), bins=np.linspace(-limit, limit, 41), density=True, color="tab:red", alpha=0.6,
               label=figure_text(r"$q \cdot k$, variance {variance:.1f}").format(variance=variance.unscaled[i].item()))
-    left.hist(scaled.clamp(-limit, limit).numpy(), bins=bins, color="tab:blue", alpha=0.6,
+    left.hist(scaled.numpy(), bins=np.linspace(-4.0, 4.0, 41), density=True, color="tab:blue", alpha=0.6,
               label=figure_text(r"$q \cdot k / \sqrt{{d}}$, variance {variance:.2f}").format(
                   variance=variance.scaled[i].item()))
+    left.set_xlim(-limit, limit)
     left.set_xlabel(figure_text("score"))
-    left.set_ylabel(figure_text("count of {count} pairs").format(count=num_samples))
+    left.set_ylabel(figure_text("density ({count} pairs)").format(count=num_samples))
     left.set_title(figure_text("Scores of random q, k with d = {d}").format(d=d))
     left.legend(fontsize="small", loc="upper left")
     positions = np.arange(m)
