@@ -300,6 +300,11 @@ def test_heatmaps_svg_grid(num_heads, rows, cols):
     assert [g.get("id") for g in groups] == [f"head-{h}" for h in range(num_heads)]
     images = [g.findall("svg:image", ns) for g in groups]
     assert all(len(found) == 1 for found in images)
+    for group, found in zip(groups, images, strict=True):  # each panel has a border around its image
+        border = group.find("svg:rect", ns)
+        assert border is not None and border.get("fill") == "none"
+        assert [border.get(k) for k in ("x", "y", "width", "height")] == [
+            found[0].get(k) for k in ("x", "y", "width", "height")]
     assert len({float(found[0].get("x")) for found in images}) == cols
     assert len({float(found[0].get("y")) for found in images}) == rows
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]

@@ -376,7 +376,9 @@ def heatmaps_svg(weights: Tensor, may_attend: Tensor | None = None, title: str |
                      f'<text x="{x + width / 2}" y="{y - 4}" {text.format(size=10 if small else 11, anchor="middle")}>'
                      f'{name}</text>'
                      f'<image x="{x}" y="{y}" width="{width}" height="{height}" image-rendering="optimizeSpeed" '
-                     f'style="image-rendering:pixelated" xlink:href="{_png_data_url(rgb[head], cell)}"/></g>')
+                     f'style="image-rendering:pixelated" xlink:href="{_png_data_url(rgb[head], cell)}"/>'
+                     f'<rect x="{x}" y="{y}" width="{width}" height="{height}" fill="none" stroke="#888" '
+                     f'stroke-width="0.5"/></g>')  # a thin border: weight-0 cells are almost white
     # The bottom-left panel: tick numbers at the cell centres and the axis labels.
     x, y = left, top + (nrows - 1) * (height + gap_y)
     for j in _ticks(num_kvpairs):
