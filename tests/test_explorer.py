@@ -3,9 +3,11 @@
 import base64
 import gc
 import io
+import json
 import re
 import tracemalloc
 import xml.etree.ElementTree as ET
+from importlib.resources import files
 
 import matplotlib.figure
 import matplotlib.pyplot as plt
@@ -508,3 +510,17 @@ def test_scaling_explorer_redraws_when_d_changes():
 def test_count_parameters_matches_the_costs_of_a_real_layer():
     layer = MultiHeadAttention(24, 24, 24, 24, 6, bias=True)
     assert count_parameters(layer) == mha_costs(1, 1, 1, 24, 6, bias=True).parameters
+
+
+def test_the_browser_recording_chapter_05_prints_is_complete():
+    """mha_lib/_bench/results/explorer/: what tests/browser/test_explorer_latency.py wrote, read by chapter 05."""
+    recordings = sorted(files("mha_lib._bench").joinpath("results/explorer").iterdir(), key=lambda path: path.name)
+    assert recordings, "chapter 05 prints the latest recording; there is none"
+    for path in recordings:
+        recording = json.loads(path.read_text())
+        rows = recording["per_num_heads"]
+        assert [int(heads) for heads in rows] == divisors(recording["num_hiddens"])
+        assert sum(row["changes"] for row in rows.values()) == recording["changes"]
+        assert max(row["worst_ms"] for row in rows.values()) == recording["worst_ms"]
+        assert 0 < recording["median_until_new_svg_ms"] <= recording["median_ms"] <= recording["worst_ms"]
+        assert recording["machine"] and recording["browser"] and len(recording["load_average_1min"]) == 2
