@@ -8,7 +8,7 @@ import torch
 
 from mha_lib.chapters.explorer import ExplorerConfig, explore
 from mha_lib.exercises._engine import CORRECT, NOT_YET
-from mha_lib.exercises.ch05 import check_grey_cells
+from mha_lib.exercises.ch05 import check_explorer_split_shape, check_grey_cells, check_score_memory_answer
 
 
 def line_of(capsys, answer) -> str:
@@ -34,6 +34,7 @@ def test_the_right_answer_is_confirmed(capsys):
     (26, "counts the cells a query may see"),  # 32 - 6: the visible cells
     (0, "valid_len = 4 masks nothing here, but causal does"),
     (28, "upper triangle of an 8 x 8 panel"),
+    (32, "every cell of the 8 x 4 panel"),
 ])
 def test_each_typical_mistake_gets_its_hint(capsys, answer, phrase):
     line = line_of(capsys, answer)
@@ -43,3 +44,13 @@ def test_each_typical_mistake_gets_its_hint(capsys, answer, phrase):
 @pytest.mark.parametrize("answer", [5, "six", None, 6.5])
 def test_other_answers_get_a_line_and_no_traceback(capsys, answer):
     assert line_of(capsys, answer).startswith(NOT_YET)
+
+
+@pytest.mark.parametrize(("checker", "answer", "phrase"), [
+    (check_explorer_split_shape, (3, 5, 48), "the shape before the split"),
+    (check_score_memory_answer, 8 * 16 * 1024 * 1024 * 2, "that is float16"),
+])
+def test_the_review_s_generic_fallbacks_now_get_a_hint(capsys, checker, answer, phrase):
+    assert checker(answer) is None
+    line = capsys.readouterr().out.rstrip("\n")
+    assert line.startswith(NOT_YET) and phrase in line, line

@@ -21,11 +21,42 @@ def finfo_fill(scores, mask, dim=-1):
 @pytest.mark.parametrize("answer", [
     finfo_fill,
     lambda s, m: torch.softmax(s.masked_fill(~m.bool(), torch.finfo(s.dtype).min), dim=-1),
-    lambda s, m: torch.softmax(s.masked_fill(m == 0, float("-inf")), dim=-1),  # no fully hidden row here
     lambda s, m: torch.softmax(s.float().masked_fill(m == 0, -1e9), dim=2).half(),  # float32 inside
 ])
 def test_fixed_softmax_right_answers_pass(capsys, answer):
     assert run(capsys, ch08.check_fixed_masked_softmax, answer).startswith(CORRECT)
+
+
+def zeroed_fill(scores, mask):
+    """masked_softmax's way: finfo.min, then exactly 0 for every hidden key (a row with nothing to see is all 0)."""
+    return finfo_fill(scores, mask) * (mask != 0)
+
+
+@pytest.mark.parametrize("answer, phrases", [
+    (finfo_fill, ["no real score lies below it", "even weights over its hidden keys"]),
+    (lambda s, m: torch.softmax(s.float().masked_fill(m == 0, -1e9), dim=2).half(),
+     ["no real score lies below it", "even weights"]),
+    (zeroed_fill, ["no real score lies below it", "all-zero weights"]),
+    (lambda s, m: torch.softmax(s.masked_fill(m == 0, -1e4), dim=-1), ["a finite constant", "even weights"]),
+])
+def test_fixed_softmax_verdict_says_what_the_answer_did(capsys, answer, phrases):
+    line = run(capsys, ch08.check_fixed_masked_softmax, answer)
+    assert line.startswith(CORRECT) and all(phrase in line for phrase in phrases), line
+
+
+@pytest.mark.parametrize("answer", [
+    lambda s, m: torch.softmax(s.masked_fill(m == 0, float("-inf")), dim=-1),
+    lambda s, m: torch.softmax(torch.where(m.bool(), s, torch.tensor(float("-inf"), dtype=s.dtype)), dim=-1),
+    lambda s, m: torch.softmax(torch.where(m.bool(), s, torch.tensor(-1e9).half()), dim=-1),  # -1e9 -> -inf
+])
+def test_fixed_softmax_rejects_nan_for_a_query_with_no_visible_key(capsys, answer):
+    line = run(capsys, ch08.check_fixed_masked_softmax, answer)
+    assert line.startswith(NOT_YET) and "NaN" in line and "section 8" in line, line
+
+
+def test_fixed_softmax_probes_a_fully_masked_row():
+    scores, mask = ch08._nothing_to_see()
+    assert (mask == 0).all(dim=-1).any() and not (mask == 0).all(dim=-1).all()
 
 
 @pytest.mark.parametrize("answer, phrase", [
@@ -61,9 +92,17 @@ def test_finfo_right_answers_pass(capsys, answer):
 
 
 @pytest.mark.parametrize("answer, phrase", [
-    (-65604, "float16 cannot hold -65604"), (-65504, "100 is not lost in rounding"),
+    (-65604, "float16 cannot hold -65604"), (-65504, "only a change smaller than 16 is lost"),
     (float("nan"), "not NaN"), (..., "replace each ..."),
 ])
 def test_finfo_hints(capsys, answer, phrase):
     line = run(capsys, ch08.check_finfo_min_minus_100, answer)
     assert line.startswith(NOT_YET) and phrase in line, line
+
+
+def test_finfo_verdict_states_when_float16_overflows(capsys):
+    line = run(capsys, ch08.check_finfo_min_minus_100, float("-inf"))
+    assert "subtracting 16 or more rounds to -inf" in line and "negative bias" in line, line
+    # the arithmetic the verdict states
+    lowest = torch.tensor(torch.finfo(torch.float16).min, dtype=torch.float16)
+    assert (lowest - 15).item() == lowest.item() and (lowest - 16).item() == float("-inf")

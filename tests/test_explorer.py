@@ -3,9 +3,11 @@
 import base64
 import gc
 import io
+import json
 import re
 import tracemalloc
 import xml.etree.ElementTree as ET
+from importlib.resources import files
 
 import matplotlib.figure
 import matplotlib.pyplot as plt
@@ -300,6 +302,11 @@ def test_heatmaps_svg_grid(num_heads, rows, cols):
     assert [g.get("id") for g in groups] == [f"head-{h}" for h in range(num_heads)]
     images = [g.findall("svg:image", ns) for g in groups]
     assert all(len(found) == 1 for found in images)
+    for group, found in zip(groups, images, strict=True):  # each panel has a border around its image
+        border = group.find("svg:rect", ns)
+        assert border is not None and border.get("fill") == "none"
+        assert [border.get(k) for k in ("x", "y", "width", "height")] == [
+            found[0].get(k) for k in ("x", "y", "width", "height")]
     assert len({float(found[0].get("x")) for found in images}) == cols
     assert len({float(found[0].get("y")) for found in images}) == rows
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
@@ -481,6 +488,10 @@ def test_scaling_summary_and_figure():
     left, right = fig.axes
     assert left.get_title() == "Scores of random q, k with d = 64" and right.get_xlabel() == "keys"
     assert len(right.patches) == 2 * saturation.num_kvpairs
+    # each histogram has 40 bins of its own: the scaled scores' bins are sqrt(64) = 8 times narrower
+    widths = [patch.get_width() for patch in left.patches]
+    assert len(widths) == 80
+    assert widths[0] == pytest.approx(8 * widths[-1])
     with pytest.raises(ValueError, match="d=8 was not measured"):
         plot_scaling(8, variance, saturation)
 
@@ -499,3 +510,17 @@ def test_scaling_explorer_redraws_when_d_changes():
 def test_count_parameters_matches_the_costs_of_a_real_layer():
     layer = MultiHeadAttention(24, 24, 24, 24, 6, bias=True)
     assert count_parameters(layer) == mha_costs(1, 1, 1, 24, 6, bias=True).parameters
+
+
+def test_the_browser_recording_chapter_05_prints_is_complete():
+    """mha_lib/_bench/results/explorer/: what tests/browser/test_explorer_latency.py wrote, read by chapter 05."""
+    recordings = sorted(files("mha_lib._bench").joinpath("results/explorer").iterdir(), key=lambda path: path.name)
+    assert recordings, "chapter 05 prints the latest recording; there is none"
+    for path in recordings:
+        recording = json.loads(path.read_text())
+        rows = recording["per_num_heads"]
+        assert [int(heads) for heads in rows] == divisors(recording["num_hiddens"])
+        assert sum(row["changes"] for row in rows.values()) == recording["changes"]
+        assert max(row["worst_ms"] for row in rows.values()) == recording["worst_ms"]
+        assert 0 < recording["median_until_new_svg_ms"] <= recording["median_ms"] <= recording["worst_ms"]
+        assert recording["machine"] and recording["browser"] and len(recording["load_average_1min"]) == 2

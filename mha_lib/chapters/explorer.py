@@ -376,7 +376,9 @@ def heatmaps_svg(weights: Tensor, may_attend: Tensor | None = None, title: str |
                      f'<text x="{x + width / 2}" y="{y - 4}" {text.format(size=10 if small else 11, anchor="middle")}>'
                      f'{name}</text>'
                      f'<image x="{x}" y="{y}" width="{width}" height="{height}" image-rendering="optimizeSpeed" '
-                     f'style="image-rendering:pixelated" xlink:href="{_png_data_url(rgb[head], cell)}"/></g>')
+                     f'style="image-rendering:pixelated" xlink:href="{_png_data_url(rgb[head], cell)}"/>'
+                     f'<rect x="{x}" y="{y}" width="{width}" height="{height}" fill="none" stroke="#888" '
+                     f'stroke-width="0.5"/></g>')  # a thin border: weight-0 cells are almost white
     # The bottom-left panel: tick numbers at the cell centres and the axis labels.
     x, y = left, top + (nrows - 1) * (height + gap_y)
     for j in _ticks(num_kvpairs):
@@ -584,15 +586,17 @@ def plot_scaling(d: int, variance: ScoreVariance, saturation: SoftmaxSaturation,
     row = (torch.randn(1, d, generator=generator) * torch.randn(m, d, generator=generator)).sum(dim=-1)  # (m,)
     fig = Figure(figsize=(10.0, 3.6), layout="constrained")
     left, right = fig.subplots(1, 2)
+    # Each series gets 40 bins over 4 of its own standard deviations either side, and is drawn as a density:
+    # shared bins as wide as the unscaled spread would squeeze the scaled scores into a few bars.
     limit = 4 * max(math.sqrt(d), 1.0)
-    bins = np.linspace(-limit, limit, 41)
-    left.hist(unscaled.numpy(), bins=bins, color="tab:red", alpha=0.6,
+    left.hist(unscaled.numpy(), bins=np.linspace(-limit, limit, 41), density=True, color="tab:red", alpha=0.6,
               label=figure_text(r"$q \cdot k$, variance {variance:.1f}").format(variance=variance.unscaled[i].item()))
-    left.hist(scaled.clamp(-limit, limit).numpy(), bins=bins, color="tab:blue", alpha=0.6,
+    left.hist(scaled.numpy(), bins=np.linspace(-4.0, 4.0, 41), density=True, color="tab:blue", alpha=0.6,
               label=figure_text(r"$q \cdot k / \sqrt{{d}}$, variance {variance:.2f}").format(
                   variance=variance.scaled[i].item()))
+    left.set_xlim(-limit, limit)
     left.set_xlabel(figure_text("score"))
-    left.set_ylabel(figure_text("count of {count} pairs").format(count=num_samples))
+    left.set_ylabel(figure_text("density ({count} pairs)").format(count=num_samples))
     left.set_title(figure_text("Scores of random q, k with d = {d}").format(d=d))
     left.legend(fontsize="small", loc="upper left")
     positions = np.arange(m)

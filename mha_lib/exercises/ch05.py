@@ -62,6 +62,8 @@ def check_explorer_split_shape(answer: Any) -> None:
         (18, 5, 6): _("the last axis is head_dim = num_hiddens / num_heads = 48 / 6, not num_heads."),
         (18, 8, 5): _("the queries come before the features: (batch_size * num_heads, num_queries, head_dim)."),
         (18, 5, 48): _("each head sees only its slice: head_dim = 48 / 6 features, not all 48."),
+        (3, 5, 48): _("that is the shape before the split: transpose_qkv folds the 6 heads into the batch axis "
+                      "(3 * 6 = 18) and gives each head 48 / 6 = 8 features."),
     }, success=_("(batch_size * num_heads, num_queries, head_dim) = (3 * 6, 5, 48 / 6)."))
 
 
@@ -100,6 +102,7 @@ def check_score_memory_answer(answer: Any) -> None:
         512: _("that is the size in MiB (2^20 bytes each); the question asks for the number of bytes: "
                "512 * 2^20."),
         0.5: _("that is the size in GiB (2^30 bytes each); the question asks for the number of bytes."),
+        268_435_456: _("that is float16, 2 bytes per score; float32 takes 4 bytes per score."),
         524_288: _("the score matrix is num_queries x num_kvpairs = 1024 x 1024 per head and sequence: it grows "
                    "as n^2, not n."),
     }, success=_("8 * 16 * 1024 * 1024 * 4 bytes = 512 MiB, for one layer's scores alone."))
@@ -115,5 +118,7 @@ def check_grey_cells(answer: Any) -> None:
         32 - expected: _("that counts the cells a query may see; the grey ones are the others."),
         0: _("valid_len = 4 masks nothing here, but causal does: query 0 may not see keys 1, 2 and 3."),
         28: _("that is the upper triangle of an 8 x 8 panel; with 4 keys the panel is 8 x 4."),
+        32: _("32 is every cell of the 8 x 4 panel. valid_len = 4 hides no key here; only the causal mask hides "
+              "cells: the keys after queries 0, 1 and 2."),
     }, success=_("{expected}: queries 0, 1 and 2 miss 3, 2 and 1 keys; from query 3 on every query sees "
                  "all 4.").format(expected=expected))

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from ..i18n import _
-from ._engine import CORRECT, NOT_YET, check_answer, check_function, contains_ellipsis, report
+from ._engine import CORRECT, NOT_YET, _function_message, check_answer, contains_ellipsis, report
 
 __all__ = ["check_finfo_min_minus_100", "check_fixed_masked_softmax", "check_lens_that_hide_bug4"]
 
@@ -34,19 +34,78 @@ def _softmax_cases() -> list[tuple]:
     for batch_size, num_queries, num_kvpairs in [(2, 3, 4), (1, 5, 2), (3, 2, 6)]:
         scores = torch.randn(batch_size, num_queries, num_kvpairs, generator=generator).half()  # float16
         mask = (torch.rand(batch_size, num_queries, num_kvpairs, generator=generator) > 0.4).long()
-        mask[..., 0] = 1  # every query sees at least one key: no fully masked row in this exercise
+        mask[..., 0] = 1  # every query sees at least one key here; _nothing_to_see probes the other case
         cases.append((scores, mask))
     return cases
 
 
+def _nothing_to_see() -> tuple[Tensor, Tensor]:
+    """float16 scores (2, 3, 4) in which query 1 of sentence 1 may see no key at all (section 8)."""
+    scores, mask = _softmax_cases()[0]
+    mask = mask.clone()
+    mask[1, 1] = 0
+    return scores, mask
+
+
+def _low_scores() -> tuple[Tensor, Tensor]:
+    """float16 scores far below any usual constant fill: only a fill at finfo.min (or -inf) keeps them first."""
+    scores = torch.tensor([[[-30000.0, -29984.0, 0.5, 1.0]]], dtype=torch.float16)  # (1, 1, 4)
+    mask = torch.tensor([[[1, 1, 0, 0]]])
+    return scores, mask
+
+
+def _fully_masked_message(fn: Any) -> str:
+    """The verdict on a query with no visible key: NaN is wrong; zeros or even weights are described."""
+    scores, mask = _nothing_to_see()
+    try:
+        weights = torch.as_tensor(fn(scores.clone(), mask.clone())).float()
+    except Exception as error:  # noqa: BLE001 - any error in the reader's code becomes a hint
+        return _(NOT_YET) + _("fixed_softmax raised {error} for a query whose keys are all hidden (section 8): "
+                              "such a row must give numbers, not an error.").format(
+            error=f"{type(error).__name__}: {error}")
+    hidden_row = weights[1, 1]
+    if weights.isnan().any():
+        return _(NOT_YET) + _("a query whose keys are all hidden gets NaN weights: your fill is -inf (or rounds to "
+                              "it in float16), and the softmax computes 0/0 (section 8). Fill with "
+                              "torch.finfo(scores.dtype).min, a number float16 can hold.")
+    visible = torch.ones_like(mask, dtype=torch.bool)
+    visible[1, 1] = False
+    if not torch.allclose(weights[visible], _softmax_right(scores, mask).float()[visible], atol=1e-3):
+        return _(NOT_YET) + _("one query with no visible key changed the weights of the other queries: each row's "
+                              "softmax must depend on its own scores only.")
+    if torch.equal(hidden_row, torch.zeros_like(hidden_row)):
+        row = _("a query with no visible key gets all-zero weights, as mha_lib's masked_softmax does (section 8)")
+    else:
+        row = _("a query with no visible key gets even weights over its hidden keys: finite, no NaN "
+                "(mha_lib's masked_softmax would set them to 0, section 8)")
+    scores, mask = _low_scores()
+    try:
+        low = torch.as_tensor(fn(scores, mask)).float()
+    except Exception:  # noqa: BLE001 - the answer passed every ordinary case; an extreme one only refines the praise
+        low = None
+    if low is not None and low[0, 0, 2:].sum() > 0.5:
+        fill = _("your fill is a finite constant: it works here, but a real score below it (e.g. -30000 in float16) "
+                 "would lose to the hidden keys; no real score lies below torch.finfo(scores.dtype).min")
+    else:
+        fill = _("your fill is at the bottom of the range, like torch.finfo(scores.dtype).min: no real score lies "
+                 "below it")
+    return _(CORRECT) + _("the softmax runs over the keys (dim=-1); {fill}; and {row}.").format(fill=fill, row=row)
+
+
 def check_fixed_masked_softmax(fn: Any) -> None:
-    """Exercise 1: ``fixed_softmax(scores, mask)`` for float16 scores ``(batch_size, num_queries, num_kvpairs)``."""
-    check_function(fn, _softmax_right, _softmax_cases(), name="fixed_softmax", arg_names=["scores", "mask"], hints={
+    """Exercise 1: ``fixed_softmax(scores, mask)`` for float16 scores ``(batch_size, num_queries, num_kvpairs)``.
+
+    Its ordinary cases must equal a fill at ``finfo.min`` and a softmax over the keys; then a query with no
+    visible key must get no NaN, and the verdict says what the answer did with it.
+    """
+    message = _function_message(fn, _softmax_right, _softmax_cases(), name="fixed_softmax",
+                                arg_names=["scores", "mask"], hints={
         _softmax_dim1: _("the softmax still runs over dim=1, the queries (section 9): each query's weights over the "
                          "keys must sum to 1, so use dim=-1."),
         _softmax_inverted: _("the mask is inverted (section 6): mask == 0 marks the keys to HIDE, so fill where "
                              "mask == 0, not where mask != 0."),
-    }, success=_("a fill the dtype can hold (torch.finfo(scores.dtype).min) and the softmax over the keys, dim=-1."))
+    }, success="")
+    report(_fully_masked_message(fn) if message.startswith(_(CORRECT)) else message)
 
 
 def check_lens_that_hide_bug4(answer: Any) -> None:
@@ -84,6 +143,8 @@ def check_finfo_min_minus_100(answer: Any) -> None:
     check_answer(answer, float("-inf"), name=_("the result"), hints={
         -65604: _("float16 cannot hold -65604: its most negative finite number is -65504, and anything below "
                   "about -65520 rounds to -inf."),
-        -65504: _("the step between float16 numbers near 65504 is 32, so 100 is not lost in rounding here: "
-                  "-65604 is past the most negative float16 and becomes -inf."),
-    }, success=_("-inf: the fill value was already the most negative float16, so any further step overflows."))
+        -65504: _("the step between float16 numbers near 65504 is 32, so only a change smaller than 16 is lost in "
+                  "rounding; 100 is not: -65604 is past the most negative float16 and becomes -inf."),
+    }, success=_("-inf: -65504 is the most negative float16 and its neighbours are 32 apart, so subtracting 16 or "
+                 "more rounds to -inf (less rounds back to -65504). A second mask or a negative bias added to a "
+                 "filled score does exactly that."))

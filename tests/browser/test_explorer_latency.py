@@ -1,0 +1,198 @@
+"""What a reader waits for in chapter 05's explorer: from a slider's new value to the repainted heatmaps.
+
+``benchmarks/bench_explorer.py`` times the Python side of a change (the layer, the trace, the SVG). This test
+times what the reader sees, in JupyterLab in headless Chromium: ``num_hiddens`` is dragged to its largest value
+(64), then the ``num_heads`` handle is dragged with the mouse to every option the slider offers (1, 2, 4, ..., 64),
+up and back down, several rounds. Each change is timed in the page, on the page's own clock
+(``performance.now``):
+
+- start: the mouse button is released over the new option. The sliders report their value on release
+  (``continuous_update=False``), so this is the moment the value changes;
+- end: a ``MutationObserver``, armed before the drag, sees the heatmap SVG replaced by one with as many
+  ``<g id="head-h">`` panels as the new value asks for; then every PNG in it is decoded, the next animation
+  frame is rendered, and a message posted from that frame's ``requestAnimationFrame`` callback is handled:
+  by then the new heatmaps are on the screen.
+
+The round trip to the kernel (the widget's message, the update in Python, the new HTML back) and the browser's
+parsing, layout and paint are all inside. Target: the worst change at most 100 ms; on a machine whose load
+average exceeds its CPU count the test reports a miss as an expected failure (xfail) with the numbers. The
+median and the worst, per option and overall, are written with the machine's description to
+``build/explorer-latency.json``; with ``MHA_RECORD_LATENCY=1`` also to
+``mha_lib/_bench/results/explorer/browser-<date>.json``, the recording that chapter 05 prints.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import statistics
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lab_helpers import (
+    LabServer,
+    control,
+    error_texts,
+    open_notebook,
+    reader_page,
+    readout,
+    run_all_cells,
+    screenshot,
+    screenshot_on_failure,
+)
+from playwright.sync_api import Browser, Locator, Page, expect
+
+from mha_lib._bench.timing import machine_summary
+from mha_lib.chapters.explorer import divisors
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPLORER = "05_interactive_explorer.ipynb"
+TARGET_MS = 100.0
+ROUNDS = 5  # timed rounds, each up through every option and back down, after one untimed warm-up round
+RECORDING = ROOT / "mha_lib" / "_bench" / "results" / "explorer"
+
+# Armed before a drag: resolves, once the heatmaps for `heads` heads have been painted, to the three moments
+# (ms on performance.now): the release of the mouse button, the replacement of the SVG, the paint after it.
+ARM = """([heatmaps, heads]) => {
+    const old = heatmaps.querySelector('svg');
+    const moments = {released: null, replaced: null, painted: null};
+    document.addEventListener('pointerup', () => { moments.released = performance.now(); },
+                              {capture: true, once: true});
+    window.mhaRepainted = new Promise((resolve) => {
+        const observer = new MutationObserver(() => {
+            const svg = heatmaps.querySelector('svg');
+            if (svg === null || svg === old || svg.querySelectorAll('g[id^="head-"]').length !== heads) {
+                return;
+            }
+            observer.disconnect();
+            moments.replaced = performance.now();
+            const decoded = [...svg.querySelectorAll('image')].map(
+                (image) => (image.decode ? image.decode().catch(() => null) : null));
+            // The next frame's callback runs just before that frame is rendered; a message posted from it is
+            // handled after the rendering: that moment is "painted".
+            Promise.all(decoded).then(() => requestAnimationFrame(() => {
+                const channel = new MessageChannel();
+                channel.port1.onmessage = () => {
+                    moments.painted = performance.now();
+                    resolve(moments);
+                };
+                channel.port2.postMessage(null);
+            }));
+        });
+        observer.observe(heatmaps, {childList: true, subtree: true});
+    });
+}"""
+
+
+def drag_to(page: Page, explorer: Locator, name: str, index: int, count: int) -> None:
+    """Drag a slider's handle with the mouse to position ``index`` of its ``count`` positions and release it."""
+    handle = control(explorer, name).locator(".noUi-handle")
+    track = control(explorer, name).locator(".noUi-base").bounding_box()
+    box = handle.bounding_box()
+    start_x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    target_x = track["x"] + track["width"] * index / (count - 1)
+    page.mouse.move(start_x, y)
+    page.mouse.down()
+    page.mouse.move(target_x, y, steps=5)
+    page.mouse.up()
+
+
+def timed_drag(page: Page, explorer: Locator, options: list[int], index: int) -> dict[str, float]:
+    """Drag ``num_heads`` to ``options[index]``; the moments of the release, the new SVG and its paint."""
+    heads = options[index]
+    page.evaluate(ARM, [explorer.locator(".mha-heatmaps").element_handle(), heads])
+    drag_to(page, explorer, "num_heads", index, len(options))
+    moments = page.evaluate("() => window.mhaRepainted")
+    assert readout(explorer, "num_heads") == str(heads)
+    assert moments["released"] is not None, "the drag released no mouse button in the page"
+    return moments
+
+
+@pytest.fixture(scope="module")
+def explorer_at_64(lab_server: LabServer, browser: Browser, screenshots: Path) -> Iterator[tuple[Page, Locator]]:
+    """Chapter 05 run top to bottom, with the explorer's num_hiddens dragged to its largest value."""
+    with reader_page(browser, screenshots / "FAILED-05-latency.png") as page:
+        panel = open_notebook(page, lab_server.lab_url(EXPLORER))
+        run_all_cells(page, panel, lab_server.root / EXPLORER)
+        assert error_texts(panel) == []
+        explorer = panel.locator(".mha-explorer")
+        expect(explorer).to_have_count(1)
+        explorer.scroll_into_view_if_needed()
+        hiddens = control(explorer, "num_hiddens").locator(".noUi-handle")
+        largest = int(float(hiddens.get_attribute("aria-valuemax")))
+        drag_to(page, explorer, "num_hiddens", 1, 2)  # the right end of the track
+        expect(control(explorer, "num_hiddens").locator(".widget-readout")).to_have_text(str(largest))
+        expect(explorer.locator(".mha-trace")).to_contain_text(f", {largest})")  # the update has arrived
+        yield page, explorer
+
+
+def test_num_heads_repaints_within_100_ms_at_the_largest_num_hiddens(explorer_at_64, browser: Browser,
+                                                                      screenshots: Path):
+    page, explorer = explorer_at_64
+    with screenshot_on_failure(page, screenshots / "FAILED-05-latency.png"):
+        num_hiddens = int(readout(explorer, "num_hiddens"))
+        options = divisors(num_hiddens)
+        handle = control(explorer, "num_heads").locator(".noUi-handle")
+        assert int(float(handle.get_attribute("aria-valuemax"))) == len(options) - 1, "the slider offers other options"
+        current = options.index(int(readout(explorer, "num_heads")))
+        load_before = os.getloadavg()[0]
+        up_and_down = list(range(len(options))) + list(range(len(options) - 2, -1, -1))  # 0..6, 5..0
+        changes: list[tuple[int, dict[str, float]]] = []
+        for round_ in range(ROUNDS + 1):
+            for index in up_and_down:
+                if index == current:
+                    continue
+                moments = timed_drag(page, explorer, options, index)
+                current = index
+                if round_ > 0:  # round 0 warms up the kernel, the widget and the browser
+                    changes.append((options[index], moments))
+        screenshot(explorer, screenshots / "05-8-latency-last-change.png")
+
+    total = [moments["painted"] - moments["released"] for _, moments in changes]
+    kernel = [moments["replaced"] - moments["released"] for _, moments in changes]
+    per_option = {}
+    for heads in options:
+        times = [t for (h, _), t in zip(changes, total, strict=True) if h == heads]
+        if times:
+            per_option[str(heads)] = {"changes": len(times), "median_ms": round(statistics.median(times), 1),
+                                      "worst_ms": round(max(times), 1)}
+    result = {
+        "what": "chapter 05's explorer in JupyterLab: num_heads dragged with the mouse to every option at "
+                f"num_hiddens={num_hiddens}, up and down, {ROUNDS} rounds after a warm-up round; each change timed "
+                "in the page from the release of the mouse button to the heatmaps painted (new SVG, PNGs decoded, "
+                "the next animation frame rendered)",
+        "test": "tests/browser/test_explorer_latency.py",
+        "date": datetime.date.today().isoformat(),
+        "machine": machine_summary(),
+        "browser": f"Chromium {browser.version}, headless",
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_average_1min": [round(load_before, 1), round(os.getloadavg()[0], 1)],  # before and after the drags
+        "num_hiddens": num_hiddens,
+        "changes": len(total),
+        "median_ms": round(statistics.median(total), 1),
+        "worst_ms": round(max(total), 1),
+        "median_until_new_svg_ms": round(statistics.median(kernel), 1),
+        "worst_until_new_svg_ms": round(max(kernel), 1),
+        "per_num_heads": per_option,
+        "target_worst_ms": TARGET_MS,
+    }
+    text = json.dumps(result, indent=1) + "\n"
+    (ROOT / "build").mkdir(exist_ok=True)
+    (ROOT / "build" / "explorer-latency.json").write_text(text)
+    if os.environ.get("MHA_RECORD_LATENCY") == "1":
+        RECORDING.mkdir(parents=True, exist_ok=True)
+        (RECORDING / f"browser-{result['date']}.json").write_text(text)
+    print(text)
+
+    assert len(total) == ROUNDS * (2 * len(options) - 2)
+    assert all(0 < k <= t for k, t in zip(kernel, total, strict=True))
+    if result["worst_ms"] > TARGET_MS and max(result["load_average_1min"]) > os.cpu_count():
+        # Other work queued for the cores delays the kernel, the server and the browser alike: the target is for
+        # a machine that runs the reader's JupyterLab, not a shared one. The numbers are written all the same.
+        pytest.xfail(f"busy machine (load average {result['load_average_1min']} on {os.cpu_count()} CPUs): "
+                     f"median {result['median_ms']} ms, worst {result['worst_ms']} ms")
+    assert result["worst_ms"] <= TARGET_MS, f"the slowest change took {result['worst_ms']} ms: {per_option}"
