@@ -257,7 +257,7 @@ def test_d2l_bert_pretraining_gives_the_same_losses_with_mha_lib(d2l):
     theirs, ours = twins(d2l, build, tokens, segments, valid_lens, pred_positions)
     expected = train(theirs, loss_of, steps=3, clip=None)
     got = train(ours, loss_of, steps=3, clip=None)
-    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(got, expected, rtol=1.3e-6, atol=1e-5)  # float32 losses, as in the seq2seq test
     assert expected[-1] < expected[0]
 
 
