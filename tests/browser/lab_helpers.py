@@ -116,11 +116,14 @@ def run_all_cells(page: Page, panel: Locator, notebook: Path, language: str = "e
     menu_command(page, menu["Edit"], menu["Clear Outputs of All Cells"])
     expect(panel.locator(".jp-OutputArea-output")).to_have_count(0)
     menu_command(page, menu["Run"], menu["Run All Cells"])
+    # Every cell has run, in order: consecutive prompt numbers. They start at 1 in a fresh kernel, later when
+    # another test ran this notebook before in the same kernel (JupyterLab keeps a notebook's kernel).
     page.wait_for_function(
         """(panel) => {
-            const prompts = [...panel.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
-                .map((prompt) => prompt.textContent.trim());
-            return prompts.every((text, i) => text === `[${i + 1}]:`);
+            const numbers = [...panel.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
+                .map((prompt) => /^\\[(\\d+)\\]:$/.exec(prompt.textContent.trim()));
+            return numbers.every((match) => match !== null)
+                && numbers.every((match, i) => Number(match[1]) === Number(numbers[0][1]) + i);
         }""",
         arg=panel.element_handle(), timeout=RUN_ALL_TIMEOUT_MS, polling=500)
     expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute("data-status", "idle")
