@@ -93,13 +93,23 @@ def _stop(process: subprocess.Popen, url: str, token: str) -> None:
         urllib.request.urlopen(request, timeout=10).close()
         process.wait(timeout=30)
     except (OSError, subprocess.TimeoutExpired):
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
-    for pid in children:
+        _terminate(process, timeout=15)
+    _kill(children)
+
+
+def _terminate(process: subprocess.Popen, timeout: float) -> None:
+    """SIGTERM, then SIGKILL if ``process`` has not ended after ``timeout`` seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=15)
+
+
+def _kill(pids: list[int]) -> None:
+    """SIGKILL every process left of ``pids`` (kernels and servers run in sessions of their own)."""
+    for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -25,7 +25,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,15 +115,8 @@ def _stop(process: subprocess.Popen) -> None:
     if process.poll() is not None:
         return
     children = _browser._descendants(process.pid)  # kernels and servers run in sessions of their own
-    process.terminate()
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=15)
-    for pid in children:
-        with suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+    _browser._terminate(process, timeout=60)
+    _browser._kill(children)
 
 
 @pytest.fixture(scope="session")
