@@ -2,7 +2,7 @@
 
 The names and signatures are those of the d2l book's Chinese edition 2.0 (the ``d2l`` 0.17 package):
 d2l 0.17's and d2l 1.0's own Transformer and BERT code runs unchanged with ``mha_lib.MultiHeadAttention`` in place
-of d2l's. ``set_language("zh_CN")`` makes what the library prints Chinese.
+of d2l's. ``set_language("zh_CN")`` makes what the library prints Chinese, and what a chapter prints through ``tr``.
 Read the implementation in the order ``functional`` (masks, the masked softmax, attention, the head reshapes),
 ``modules`` (the layers; one ``forward`` for multi-head and grouped-query attention), then ``grouped`` and ``flex``;
 ``_validation`` is the one home of the argument checks, ``masks`` names the mask builders of ``functional``.
@@ -11,7 +11,7 @@ Read the implementation in the order ``functional`` (masks, the masked softmax, 
 
 from .functional import dot_product_attention, masked_softmax, transpose_output, transpose_qkv
 from .grouped import GroupedQueryAttention, kv_head_of, mha_to_gqa, repeat_kv_heads
-from .i18n import get_language, set_language
+from .i18n import figure_text, get_language, set_language, tr
 from .masks import attention_mask, causal_mask, sequence_mask, valid_lens_mask
 from .modules import AdditiveAttention, DotProductAttention, GeneralMultiHeadAttention, MultiHeadAttention
 from .plotting import show_heatmaps
@@ -29,6 +29,7 @@ __all__ = [
     "causal_mask",
     "cpu_threads",
     "dot_product_attention",
+    "figure_text",
     "get_language",
     "kv_head_of",
     "masked_softmax",
@@ -40,6 +41,7 @@ __all__ = [
     "set_seed",
     "show_heatmaps",
     "to_torch_mha",
+    "tr",
     "transpose_output",
     "transpose_qkv",
     "valid_lens_mask",

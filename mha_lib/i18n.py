@@ -3,11 +3,16 @@
     from mha_lib.i18n import set_language
     set_language("zh_CN")   # checkers, tables and the explorer now speak Chinese; set_language("en") switches back
 
+A chapter's code cell prints through ``tr``: ``print(tr("row sums:"), weights.sum(-1))`` prints English in the
+English edition and Chinese in the Chinese one, so both editions run the same code. (``tr`` is ``_`` under a name
+that a notebook keeps: IPython stores the last result in ``_``, and loops use it as a throwaway name.)
+
 Messages are marked in the source with ``_("English text")`` (translated when it is printed) or, for a
 module-level constant, ``N_("English text")`` (marked only; the code passes it through ``_()`` when it uses it),
 as GNU gettext does. The English text is the message id, so English output never depends on the catalogue.
 The Chinese catalogue is ``mha_lib/locale/zh_CN/LC_MESSAGES/mha_lib.po`` (compiled to ``mha_lib.mo`` beside it);
-``python -m tools.translate update-lib`` extracts the marked messages into it and compiles it.
+``python -m tools.translate update-lib`` extracts the marked messages into it, from the package and from the
+chapters' code cells (``tr``, ``figure_text``), and compiles it.
 
 Figures are different: Chinese text needs a font with CJK glyphs, which Colab, for one, lacks. ``figure_text``
 translates only when matplotlib can find such a font, so a figure never shows empty boxes; ``set_language("zh_CN")``
@@ -20,7 +25,7 @@ import gettext
 import sys
 from pathlib import Path
 
-__all__ = ["LANGUAGES", "N_", "_", "cjk_font", "figure_text", "get_language", "set_language"]
+__all__ = ["LANGUAGES", "N_", "_", "cjk_font", "figure_text", "get_language", "set_language", "tr"]
 
 DOMAIN = "mha_lib"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
@@ -75,6 +80,15 @@ def _(message: str) -> str:
     if not message:  # gettext maps "" to the catalogue's header
         return message
     return _translations.gettext(message)
+
+
+def tr(message: str) -> str:
+    """The message in the current language, for a chapter's code cell: ``print(tr("row sums:"), w.sum(-1))``.
+
+    For a message with values, translate the template, then fill it: ``tr("{n} of {total} rows").format(n=3,
+    total=8)``; a translator may move ``{n}`` and ``{total}`` but keeps them.
+    """
+    return _(message)
 
 
 def N_(message: str) -> str:

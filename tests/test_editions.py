@@ -73,6 +73,13 @@ def test_a_function_keeps_imports_signature_and_docstring_and_raises_only_when_c
         namespace["my_fn"](None)
 
 
+def test_the_chinese_reader_edition_says_in_chinese_what_to_write():
+    stub = editions.make_stub(FUNCTION, "zh_CN")
+    assert stub.endswith('raise NotImplementedError("练习：请写出 my_fn 的函数体")')
+    with pytest.raises(NotImplementedError, match="请写出 my_fn 的函数体"):
+        exec(stub + "\nmy_fn(1)", {})
+
+
 def test_multi_line_signatures_and_decorators_are_kept():
     source = "@staticmethod\ndef f(a,\n      b):\n    return a + b\n"
     stub = '@staticmethod\ndef f(a,\n      b):\n    raise NotImplementedError("Exercise: write the body of f")'

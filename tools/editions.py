@@ -13,9 +13,9 @@ open. In it
 
 - each answer cell is a stub that runs without error: imports and comments on their own line stay; a value answer
   ``answer = ((9, 2, 2), 7)`` becomes ``answer = ...`` (the checker says "replace each ... with your answer"); a
-  function keeps its signature and docstring, and its body is ``raise NotImplementedError("Exercise: ...")``, so
-  defining it works and the checker says to write the body first. A cell may give its own stub as a string in its
-  metadata, ``"stub"``;
+  function keeps its signature and docstring, and its body is ``raise NotImplementedError("Exercise: ...")``, in the
+  edition's language, so defining it works and the checker says to write the body first. A cell may give its own
+  stub as a string in its metadata, ``"stub"``;
 - the checker cells stay as they are, and print "❌ Not yet: ..." until the reader answers;
 - after the checker cells comes a markdown cell with the instructor's code, collapsed:
   ``<details><summary>Show a solution</summary>`` ... ``</details>``, which JupyterLab, Colab and GitHub render;
@@ -53,6 +53,7 @@ SOLUTION_TAG = "solution"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 SUMMARY_LINE = "<details><summary>{}</summary>"
 SUMMARY = SUMMARY_LINE.format(LANGUAGES["en"][2])
+STUB_MESSAGES = {"en": "Exercise: write the body of {name}", "zh_CN": "练习：请写出 {name} 的函数体"}
 _EXERCISE_NUMBER = re.compile(r"(?:Exercise|练习)\s*(\d+)")
 
 
@@ -146,7 +147,7 @@ def _has_docstring(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
 
 
-def make_stub(source: str) -> str:
+def make_stub(source: str, language: str = "en") -> str:
     """The reader's version of an answer cell: it runs without error, and the checker then says what to do."""
     source = strip_markers(source)
     tree = ast.parse(source)
@@ -158,7 +159,7 @@ def make_stub(source: str) -> str:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             pieces.append((node.lineno, "\n".join(lines[node.lineno - 1:node.end_lineno])))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            pieces.append((_first_line(node), _function_stub(node, lines)))
+            pieces.append((_first_line(node), _function_stub(node, lines, language)))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names = " = ".join(ast.get_source_segment(source, target) for target in targets)
@@ -177,14 +178,15 @@ def _first_line(node: ast.stmt) -> int:
     return min([node.lineno] + [d.lineno for d in decorators])
 
 
-def _function_stub(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> str:
+def _function_stub(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], language: str) -> str:
     """Signature (with decorators) and docstring, then a body that raises NotImplementedError when called."""
     body = node.body
     indent = " " * body[0].col_offset
     header = lines[_first_line(node) - 1:_def_end(node, lines)]
     if _has_docstring(node):
         header = lines[_first_line(node) - 1:body[0].end_lineno]
-    return "\n".join(header + [f'{indent}raise NotImplementedError("Exercise: write the body of {node.name}")'])
+    message = STUB_MESSAGES[language].format(name=node.name)
+    return "\n".join(header + [f'{indent}raise NotImplementedError("{message}")'])
 
 
 def solution_markdown(source: str, summary: str = LANGUAGES["en"][2]) -> str:
@@ -211,7 +213,7 @@ def reader_notebook(nb: nbformat.NotebookNode, prefix: str, language: str = "en"
             shown.pop("id", None)
         nb.cells.insert((checkers[-1] if checkers else index) + 1, shown)
         stub = cell.metadata.pop("stub", None)
-        cell.source = ("".join(stub) if isinstance(stub, list) else stub) if stub else make_stub(cell.source)
+        cell.source = ("".join(stub) if isinstance(stub, list) else stub) if stub else make_stub(cell.source, language)
         for position in [index, *checkers]:
             nb.cells[position].outputs = []
             nb.cells[position].execution_count = None

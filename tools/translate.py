@@ -189,21 +189,38 @@ def build(language: str) -> list[Path]:
 
 
 LIBRARY = ROOT / "mha_lib"
-MARKERS = ("_", "N_", "figure_text")  # the functions of mha_lib.i18n that mark a message
+MARKERS = ("_", "N_", "tr", "figure_text")  # the functions of mha_lib.i18n that mark a message
 PLACEHOLDER = re.compile(r"{([^{}]*)}")
 
 
+def marked_literals(tree: ast.AST) -> list[tuple[str, int]]:
+    """(message, line) for every literal in ``tree`` marked ``_("...")``, ``N_``, ``tr`` or ``figure_text``."""
+    return [(node.args[0].value, node.lineno) for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in MARKERS
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str) and node.args[0].value]
+
+
 def library_messages(package: Path = LIBRARY) -> dict[str, list[tuple[str, str]]]:
-    """Every literal marked ``_("...")`` or ``N_("...")`` in the package: message -> [(file, line), ...]."""
+    """Every marked literal of the package, then of the chapters' code cells: message -> [(file, line), ...].
+
+    A chapter's message is found at (notebook, ``cell N``): what its code cells print and draw in the reader's
+    language. It shares the library's catalogue, so one message has one translation everywhere. (The chapters
+    are mha_lib's own; another package, as in the tests, has none.)
+    """
+    from IPython.core.inputtransformer2 import TransformerManager  # turns %magic and !shell lines into Python
+
     found: dict[str, list[tuple[str, str]]] = {}
     for path in sorted(package.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in MARKERS
-                    and len(node.args) == 1 and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str) and node.args[0].value):
-                where = (path.relative_to(package.parent).as_posix(), str(node.lineno))
-                found.setdefault(node.args[0].value, []).append(where)
+        for message, line in marked_literals(tree):
+            found.setdefault(message, []).append((path.relative_to(package.parent).as_posix(), str(line)))
+    for notebook in sorted(SOURCE.glob("[0-9][0-9]_*.ipynb")) if package == LIBRARY else []:
+        for index, cell in enumerate(nbformat.read(notebook, as_version=4).cells):
+            if cell.cell_type == "code":
+                tree = ast.parse(TransformerManager().transform_cell(cell.source))
+                for message, _line in marked_literals(tree):
+                    found.setdefault(message, []).append((notebook.relative_to(ROOT).as_posix(), f"cell {index}"))
     return found
 
 

@@ -1,0 +1,48 @@
+"""The Chinese reader edition prints and draws Chinese: what its code cells print goes through ``tr`` and the
+catalogue, and its figures' titles, labels and legends through ``figure_text`` (tools/english_left.py counts).
+
+What may stay English: identifiers, code and numbers; PyTorch's own error messages; the source code a chapter prints
+on purpose (with its docstring). That is what the 10% allows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tools import english_left
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "zh-CN" / "chapters").glob("[0-9][0-9]_*.ipynb"))
+MOST = 0.10  # the share of printed lines that may carry English
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("row sums: tensor([1., 1.])", ["row", "sums"]),
+    ("行和：tensor([1., 1.])", []),
+    ("torch.Size([2, 4, 3])  dtype=torch.int32  True False nan", []),
+    ("valid_lens [3, 2]  X.view(6, 4)  softmax(16 * X)", []),
+    ("GQA (8 kv heads) on PyTorch's CPU", ["kv", "heads", "on"]),
+    ("❌ 还不对：my_attention 仍然抛出 NotImplementedError。", []),
+])
+def test_english_words_are_the_words_a_translator_could_translate(text, words):
+    assert english_left.english_words(text) == words
+
+
+def test_at_most_a_tenth_of_the_printed_lines_carry_english():
+    lines = [(path.name[:2], index, line) for path in CHAPTERS for index, line in english_left.printed_lines(path)]
+    english = [(chapter, index, line) for chapter, index, line in lines if english_left.english_words(line)]
+    assert len(lines) > 500, "the Chinese reader edition has lost its outputs: run make zh"
+    assert len(english) <= MOST * len(lines), (
+        f"{len(english)} of {len(lines)} printed lines of zh-CN/chapters carry English, more than {MOST:.0%}; "
+        f"route them through tr() (python -m tools.english_left lists them), e.g. {english[:3]}")
+
+
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda path: path.name[:2])
+def test_no_figure_text_is_english(notebook):
+    assert english_left.png_figures(notebook) == [], (
+        "figures stored as PNG keep their text unreadable: draw SVG (%config InlineBackend.figure_formats = "
+        "['svg'] and matplotlib's svg.fonttype 'none', as chapter 00 does)")
+    english = [(index, text) for index, text in english_left.figure_texts(notebook) if english_left.english_words(text)]
+    assert not english, f"English figure text, cell and text: {english[:4]}; wrap it in figure_text()"
