@@ -2,7 +2,8 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from mha_lib.chapters.layout import MAX_CELLS, draw_memory, draw_side_by_side, draw_tensor
+from mha_lib.chapters.layout import MAX_CELLS, draw_memory, draw_side_by_side, draw_tensor, permuted_axis_names
+from mha_lib.i18n import set_language
 
 
 def panels_of(fig: Figure) -> list:
@@ -149,3 +150,26 @@ def test_draw_memory_rejects_a_storage_too_large_to_draw():
         draw_memory(torch.arange(100)[:4], "a small view of a large storage")
     with pytest.raises(TypeError, match="X must be a torch.Tensor, got list"):
         draw_memory([1, 2], "bad")
+
+
+def test_permuted_axis_names_say_where_each_new_axis_came_from():
+    assert permuted_axis_names((0, 2, 1)) == ["axis 0", "axis 1 (was 2)", "axis 2 (was 1)"]
+    assert permuted_axis_names((2, 0, 1)) == ["axis 0 (was 2)", "axis 1 (was 0)", "axis 2 (was 1)"]
+    assert permuted_axis_names(range(2)) == ["axis 0", "axis 1"]
+    for bad in [(0, 0, 1), (1, 2), "01", 3]:
+        with pytest.raises(ValueError, match="dims must be a permutation of 0, 1, ..., n - 1"):
+            permuted_axis_names(bad)
+
+
+@pytest.mark.skipif(__import__("mha_lib").i18n.cjk_font() is None, reason="no CJK font: figures stay English")
+def test_default_axis_names_and_panel_titles_are_chinese_in_chinese():
+    set_language("zh_CN")
+    try:
+        panels = panels_of(draw_side_by_side([torch.arange(8).reshape(2, 2, 2)], ["X"], "X",
+                                             [permuted_axis_names((2, 0, 1))]))
+        assert [ax.get_title() for ax in panels] == ["轴 0（原轴 2） = 0", "轴 0（原轴 2） = 1"]
+        assert panels[0].get_xlabel() == "轴 2（原轴 1）"
+        (ax,) = panels_of(draw_tensor(torch.arange(6).reshape(2, 3), "X"))
+        assert (ax.get_ylabel(), ax.get_xlabel()) == ("轴 0", "轴 1")
+    finally:
+        set_language("en")

@@ -2,7 +2,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from mha_lib import transpose_output, transpose_qkv
+from mha_lib import set_language, transpose_output, transpose_qkv
 from mha_lib.chapters.trace import (
     Step,
     draw_transpose_qkv,
@@ -85,6 +85,16 @@ def test_shape_table_lays_out_the_chosen_columns():
     full = shape_table([Step("input", "X", X, "(batch, seq, num_hiddens)")]).splitlines()
     assert full[0].split() == ["step", "code", "shape", "axes"]
     assert full[2] == "input  X     (2, 2, 4)  (batch, seq, num_hiddens)"
+
+
+def test_shape_table_names_the_steps_and_the_axes_in_the_readers_language():
+    set_language("zh_CN")
+    try:
+        lines = shape_table(trace_transpose_output(transpose_qkv(X, 2), 2)).splitlines()
+    finally:
+        set_language("en")
+    assert lines[2].split() == ["输入", "X", "(4,", "2,", "2)", "(批量*头,", "序列,", "head_dim)"]
+    assert lines[-1].split()[0] == "拼接各个头" and lines[-1].endswith("(批量, 序列, num_hiddens)")
 
 
 @pytest.mark.parametrize("columns", [(), ("step", "size")])

@@ -29,7 +29,7 @@ from torch import Tensor
 
 from ..i18n import figure_text
 
-__all__ = ["MAX_CELLS", "draw_memory", "draw_side_by_side", "draw_tensor"]
+__all__ = ["MAX_CELLS", "draw_memory", "draw_side_by_side", "draw_tensor", "permuted_axis_names"]
 
 MAX_CELLS = 64  # more cells than this no longer fit a page with readable numbers
 
@@ -150,6 +150,18 @@ def draw_memory(X: Tensor, title: str, name: str = "X", *, cmap: str = "viridis"
     return fig
 
 
+def permuted_axis_names(dims: Sequence[int]) -> list[str]:
+    """The axis names of ``X.permute(*dims)``: new axis ``k`` is old axis ``dims[k]``, and says so when they differ.
+
+    ``permuted_axis_names((0, 2, 1))`` (a ``transpose(1, 2)``) names the axes "axis 0", "axis 1 (was 2)",
+    "axis 2 (was 1)", in the reader's language.
+    """
+    if isinstance(dims, str) or not isinstance(dims, Sequence) or sorted(dims) != list(range(len(dims))):
+        raise ValueError(f"dims must be a permutation of 0, 1, ..., n - 1, as X.permute takes it, got {dims!r}")
+    return [figure_text("axis {new}").format(new=new) if old == new
+            else figure_text("axis {new} (was {old})").format(new=new, old=old) for new, old in enumerate(dims)]
+
+
 def _draw_panels(fig: Figure | SubFigure, X: Tensor, names: list[str], norm: Normalize, cmap: str,
                  cell: float, space_below: float = 0.0) -> None:
     """Draw ``X`` into ``fig`` as a grid of panels, one per index of its outer axes, ``space_below`` inches above
@@ -247,9 +259,9 @@ def _whole_numbers(name: str, X: object, rank_limit: bool = True) -> Tensor:
 
 
 def _axis_names(name: str, names: Sequence[str] | None, rank: int) -> list[str]:
-    """Check ``names`` (one string per axis) or make the default "axis 0", "axis 1", ..."""
+    """Check ``names`` (one string per axis) or make the default "axis 0", "axis 1", ... (in the reader's language)"""
     if names is None:
-        return [f"axis {k}" for k in range(rank)]
+        return permuted_axis_names(range(rank))
     if isinstance(names, str) or len(names) != rank or not all(isinstance(n, str) for n in names):
         raise ValueError(f"{name} must give one name (a string) per axis, {rank} in all, got {names!r}")
     return list(names)

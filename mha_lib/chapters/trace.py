@@ -38,7 +38,7 @@ class Step:
     name: str
     code: str
     output: Tensor
-    axes: str = ""
+    axes: str = ""  # marked N_("...") for the catalogue: shape_table prints it in the reader's language
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -60,15 +60,15 @@ def trace_transpose_qkv(X: Tensor, num_heads: int) -> list[Step]:
     require_split_input(X, num_heads)
     batch_size, seq_len, num_hiddens = X.shape
     head_dim = num_hiddens // num_heads
-    steps = [Step(N_("input"), "X", X, "(batch, seq, num_hiddens)")]
+    steps = [Step(N_("input"), "X", X, N_("(batch, seq, num_hiddens)"))]
     # The same three calls, with the same arguments, as mha_lib.transpose_qkv.
     for name, method, args, axes in (
         (N_("split features into heads"), "reshape", (batch_size, seq_len, num_heads, head_dim),
-         "(batch, seq, heads, head_dim)"),  # (b, n, h*d) -> (b, n, h, d)
+         N_("(batch, seq, heads, head_dim)")),  # (b, n, h*d) -> (b, n, h, d)
         (N_("move heads before tokens"), "permute", (0, 2, 1, 3),
-         "(batch, heads, seq, head_dim)"),  # (b, n, h, d) -> (b, h, n, d)
+         N_("(batch, heads, seq, head_dim)")),  # (b, n, h, d) -> (b, h, n, d)
         (N_("fold heads into the batch"), "reshape", (batch_size * num_heads, seq_len, head_dim),
-         "(batch*heads, seq, head_dim)"),  # (b, h, n, d) -> (b*h, n, d)
+         N_("(batch*heads, seq, head_dim)")),  # (b, h, n, d) -> (b*h, n, d)
     ):
         steps.append(_run(steps[-1].output, name, method, args, axes))
     return steps
@@ -87,15 +87,15 @@ def trace_transpose_output(X: Tensor, num_heads: int) -> list[Step]:
     require_merge_input(X, num_heads)
     folded, seq_len, head_dim = X.shape
     batch_size = folded // num_heads
-    steps = [Step(N_("input"), "X", X, "(batch*heads, seq, head_dim)")]
+    steps = [Step(N_("input"), "X", X, N_("(batch*heads, seq, head_dim)"))]
     # The same three calls, with the same arguments, as mha_lib.transpose_output.
     for name, method, args, axes in (
         (N_("unfold heads from the batch"), "reshape", (batch_size, num_heads, seq_len, head_dim),
-         "(batch, heads, seq, head_dim)"),  # (b*h, n, d) -> (b, h, n, d)
+         N_("(batch, heads, seq, head_dim)")),  # (b*h, n, d) -> (b, h, n, d)
         (N_("move tokens before heads"), "permute", (0, 2, 1, 3),
-         "(batch, seq, heads, head_dim)"),  # (b, h, n, d) -> (b, n, h, d)
+         N_("(batch, seq, heads, head_dim)")),  # (b, h, n, d) -> (b, n, h, d)
         (N_("concatenate the heads"), "reshape", (batch_size, seq_len, num_heads * head_dim),
-         "(batch, seq, num_hiddens)"),  # (b, n, h, d) -> (b, n, h*d)
+         N_("(batch, seq, num_hiddens)")),  # (b, n, h, d) -> (b, n, h*d)
     ):
         steps.append(_run(steps[-1].output, name, method, args, axes))
     return steps
@@ -106,8 +106,8 @@ def shape_table(steps: Sequence[Step], columns: Sequence[str] = COLUMNS) -> str:
     unknown = [column for column in columns if column not in COLUMNS]
     if unknown or not columns:
         raise ValueError(f"columns must be chosen from {COLUMNS}, got {tuple(columns)}")
-    rows = [[{"step": _(s.name), "code": s.code, "shape": s.shape, "axes": s.axes}[c] for c in columns] for s in steps]
-    return format_table(rows, headers=columns)
+    cells = [{"step": _(s.name), "code": s.code, "shape": s.shape, "axes": _(s.axes)} for s in steps]
+    return format_table([[row[c] for c in columns] for row in cells], headers=columns)
 
 
 def draw_transpose_qkv(X: Tensor, num_heads: int) -> Figure:
