@@ -39,6 +39,7 @@ from ._validation import (
     require_tensor,
     require_valid_lens,
 )
+from .i18n import _
 
 __all__ = ["attention_mask", "causal_mask", "dot_product_attention", "masked_softmax", "sequence_mask",
            "transpose_output", "transpose_qkv", "valid_lens_mask"]
@@ -147,7 +148,8 @@ def sequence_mask(X: Tensor, valid_len: Tensor, value: float = 0) -> Tensor:
     """
     require_tensor("X", X, None, "(batch_size, num_steps, ...)", floating=False)
     if X.dim() < 2:
-        raise ValueError(f"X must have at least 2 axes (batch_size, num_steps, ...), got shape {tuple(X.shape)}")
+        template = _("X must have at least 2 axes (batch_size, num_steps, ...), got shape {shape}")
+        raise ValueError(template.format(shape=tuple(X.shape)))
     require_valid_lens(valid_len, ((X.shape[0],),), "(batch_size,)", X.shape[1], name="valid_len",
                        length_name="num_steps, the length of X's axis 1")
     keep = _attention_mask(1, X.shape[1], valid_len, False, None, X.device)  # (batch_size, 1, num_steps)

@@ -35,6 +35,7 @@ from .functional import (
     transpose_output,
     transpose_qkv,
 )
+from .i18n import _
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "GeneralMultiHeadAttention", "MultiHeadAttention"]
 
@@ -53,7 +54,8 @@ def _bind_d2l_form(layer: type, args: tuple, kwargs: dict) -> dict[str, Any]:
     written = " or ".join(f"d2l {edition}'s {layer.__name__}{_without_self(form)}"
                           for edition, form in zip(("0.17", "1.0"), forms, strict=True))
     call = ", ".join([*map(repr, args), *(f"{name}={value!r}" for name, value in kwargs.items())])
-    raise TypeError(f"{layer.__name__} takes the arguments of {written}; got ({call})")
+    template = _("{layer} takes the arguments of {written}; got ({call})")
+    raise TypeError(template.format(layer=layer.__name__, written=written, call=call))
 
 
 def _without_self(form: Any) -> inspect.Signature:

@@ -105,7 +105,8 @@ def shape_table(steps: Sequence[Step], columns: Sequence[str] = COLUMNS) -> str:
     """Lay out a trace as a plain-text table with the chosen columns: step, code, shape, axes."""
     unknown = [column for column in columns if column not in COLUMNS]
     if unknown or not columns:
-        raise ValueError(f"columns must be chosen from {COLUMNS}, got {tuple(columns)}")
+        template = _("columns must be chosen from {allowed}, got {columns}")
+        raise ValueError(template.format(allowed=COLUMNS, columns=tuple(columns)))
     rows = [[{"step": _(s.name), "code": s.code, "shape": s.shape, "axes": s.axes}[c] for c in columns] for s in steps]
     return format_table(rows, headers=columns)
 
