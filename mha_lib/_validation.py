@@ -15,7 +15,7 @@ import numbers
 import torch
 from torch import Tensor
 
-from .i18n import _
+from .i18n import N_, _
 
 
 def wrong_type(name: str, expected: str, value: object) -> TypeError:
@@ -93,7 +93,7 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
     batch_size, num_queries, num_kvpairs = queries.shape[0], queries.shape[1], keys.shape[1]
     if valid_lens is not None:
         require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)),
-                           "(batch_size,) or (batch_size, num_queries)", num_kvpairs)
+                           N_("(batch_size,) or (batch_size, num_queries)"), num_kvpairs)
     if attn_mask is not None:
         require_bool_mask("attn_mask", attn_mask, (batch_size, num_queries, num_kvpairs),
                           "(batch_size, num_queries, num_kvpairs)")
@@ -141,7 +141,10 @@ def require_int(name: str, value: object, low: int, high: int | None = None) -> 
 
     Python's and NumPy's integers are whole numbers; ``True`` and ``1.0`` are not.
     """
-    expected = {0: "an int >= 0", 1: "a positive int"}[low] if high is None else f"an int in [{low}, {high}]"
+    if high is None:
+        expected = {0: _("an int >= 0"), 1: _("a positive int")}[low]
+    else:
+        expected = _("an int in [{low}, {high}]").format(low=low, high=high)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         template = _("{name} must be {expected}, got {value!r} (a {type_name})")
         raise TypeError(template.format(name=name, expected=expected, value=value, type_name=type(value).__name__))
@@ -207,20 +210,21 @@ def require_bool_mask(name: str, mask: object, target: tuple[int, ...], target_n
         shape = None
     if shape != tuple(target):
         template = _("{name} must broadcast to {target_name} = {target}, got shape {shape}")
-        raise ValueError(template.format(name=name, target_name=target_name, target=tuple(target),
+        raise ValueError(template.format(name=name, target_name=_(target_name), target=tuple(target),
                                          shape=tuple(mask.shape)))
 
 
 def require_valid_lens(valid_lens: object, shapes: tuple[tuple[int, ...], ...], shape_names: str,
-                       num_kvpairs: int, name: str = "valid_lens", length_name: str = "the number of key-value pairs",
-                       ) -> None:
+                       num_kvpairs: int, name: str = "valid_lens",
+                       length_name: str = N_("the number of key-value pairs")) -> None:
     """Require valid lengths of one of ``shapes``, whole numbers in ``[0, num_kvpairs]``.
 
     Integer tensors are the rule; a floating-point tensor is accepted when its values are whole, because
     the d2l book's BERT makes its lengths as float32. The values are checked where that is free: on the
     CPU. On a GPU reading them back would stop the device on every call, so there a length outside the
     range is not an error (below 0 it hides every key, above ``num_kvpairs`` it hides none) and a
-    fractional one counts as the next whole number.
+    fractional one counts as the next whole number. ``shape_names`` and ``length_name`` describe the shapes and the
+    upper bound in the message; a caller marks words in them with ``N_`` and the message translates them.
     """
     if not isinstance(valid_lens, Tensor):
         raise wrong_type(name, _("a tensor of whole numbers"), valid_lens)
@@ -230,7 +234,7 @@ def require_valid_lens(valid_lens: object, shapes: tuple[tuple[int, ...], ...], 
     if tuple(valid_lens.shape) not in shapes:
         template = _("{name} must have shape {shapes}, i.e. {shape_names}, got {shape}")
         raise ValueError(template.format(name=name, shapes=_(" or ").join(str(shape) for shape in shapes),
-                                         shape_names=shape_names, shape=tuple(valid_lens.shape)))
+                                         shape_names=_(shape_names), shape=tuple(valid_lens.shape)))
     if valid_lens.device.type == "cpu" and valid_lens.numel():
         lengths = valid_lens.reshape(-1).tolist()
         if valid_lens.dtype.is_floating_point:
@@ -242,7 +246,7 @@ def require_valid_lens(valid_lens: object, shapes: tuple[tuple[int, ...], ...], 
         low, high = min(lengths), max(lengths)
         if low < 0 or high > num_kvpairs:
             template = _("{name} must lie in [0, {num_kvpairs}] ({length_name}), got values from {low:g} to {high:g}")
-            raise ValueError(template.format(name=name, num_kvpairs=num_kvpairs, length_name=length_name, low=low,
+            raise ValueError(template.format(name=name, num_kvpairs=num_kvpairs, length_name=_(length_name), low=low,
                                              high=high))
 
 

@@ -259,4 +259,4 @@ def _axis_names(name: str, names: Sequence[str] | None, rank: int) -> list[str]:
 
 
 def _describe(x: object) -> str:
-    return f"a tensor of shape {tuple(x.shape)}" if isinstance(x, Tensor) else repr(x)
+    return tr("a tensor of shape {shape}").format(shape=tuple(x.shape)) if isinstance(x, Tensor) else repr(x)

@@ -528,7 +528,7 @@ def _finite(new_max: Tensor) -> Tensor:
 
 
 def _require_tile_size(tile_size: object, name: str = "tile_size") -> int:
-    what = "queries per block" if name == "query_tile" else "key-value pairs per tile"
+    what = _("queries per block") if name == "query_tile" else _("key-value pairs per tile")
     if isinstance(tile_size, bool) or not isinstance(tile_size, int):
         template = _("{name} must be an int ({what}), got {type_name} {tile_size!r}")
         raise TypeError(template.format(name=name, what=what, type_name=type(tile_size).__name__, tile_size=tile_size))
