@@ -5,6 +5,11 @@ message that names the argument, what was expected and what came. Numbers may be
 (``numbers.Integral``, ``numbers.Real``); ``bool`` is never a number here. They run once per call, at the
 public boundary: a layer's ``forward`` makes one call, :func:`require_layer_call`; the public functions of
 :mod:`mha_lib.functional` check their arguments, then call the computations, which trust them.
+
+Every message, here and wherever mha_lib raises, is a template in the message catalogue with named fields,
+``_("num_heads={num_heads} must divide ...").format(num_heads=num_heads)``, so that it reads in the language chosen
+with :func:`mha_lib.set_language` (see :mod:`mha_lib.i18n`); the words a caller puts into one (``layout``,
+``shape_names``) are marked with ``N_`` where they are written.
 """
 
 from __future__ import annotations
@@ -29,14 +34,14 @@ def require_tensor(name: str, x: object, rank: int | None, layout: str, floating
     """Require a tensor with ``rank`` axes (any number if None) laid out as ``layout``, floating-point if asked."""
     if not isinstance(x, Tensor):
         template = _("{name} must be a torch.Tensor {layout}, got {type_name}")
-        raise TypeError(template.format(name=name, layout=layout, type_name=type(x).__name__))
+        raise TypeError(template.format(name=name, layout=_(layout), type_name=type(x).__name__))
     if floating and not x.dtype.is_floating_point:
         template = _("{name} must be a floating-point tensor, got dtype "
                      "{dtype}; convert it first, e.g. {name}.float()")
         raise TypeError(template.format(name=name, dtype=x.dtype))
     if rank is not None and x.dim() != rank:
         template = _("{name} must be a {rank}-D tensor {layout}, got shape {shape}")
-        raise ValueError(template.format(name=name, rank=rank, layout=layout, shape=tuple(x.shape)))
+        raise ValueError(template.format(name=name, rank=rank, layout=_(layout), shape=tuple(x.shape)))
     return x
 
 
@@ -60,7 +65,7 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
         require_tensor("queries", queries, None, layout)
         if queries.dim() < 2:
             template = _("queries must have at least 2 axes {layout}, got shape {shape}")
-            raise ValueError(template.format(layout=layout, shape=tuple(queries.shape)))
+            raise ValueError(template.format(layout=_(layout), shape=tuple(queries.shape)))
         rank = queries.dim()
     else:
         layout = "(batch_size, sequence, features)"
@@ -187,13 +192,13 @@ def require_int_tensor(name: str, x: object, ranks: tuple[int, ...], layout: str
     """Require a tensor of integers (not bool) with one of ``ranks`` axes."""
     if not isinstance(x, Tensor):
         template = _("{name} must be a tensor of integers {layout}, got {type_name}")
-        raise TypeError(template.format(name=name, layout=layout, type_name=type(x).__name__))
+        raise TypeError(template.format(name=name, layout=_(layout), type_name=type(x).__name__))
     if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
         template = _("{name} must hold integers (e.g. torch.long), got dtype {dtype}")
         raise TypeError(template.format(name=name, dtype=x.dtype))
     if x.dim() not in ranks:
         template = _("{name} must be a tensor {layout}, got shape {shape}")
-        raise ValueError(template.format(name=name, layout=layout, shape=tuple(x.shape)))
+        raise ValueError(template.format(name=name, layout=_(layout), shape=tuple(x.shape)))
     return x
 
 

@@ -33,7 +33,7 @@ from ._validation import (
     require_tensor,
     wrong_type,
 )
-from .i18n import _
+from .i18n import N_, _
 
 __all__ = [
     "MaskMod", "ScoreMod", "alibi_score_mod", "alibi_slopes", "apply_score_mod", "block_tiles", "causal_mask_mod",
@@ -67,7 +67,7 @@ def padding_mask_mod(valid_lens: Tensor) -> MaskMod:
     Shape:
         - valid_lens: ``(batch_size,)``, integer, each ``>= 0``
     """
-    valid_lens = require_int_tensor("valid_lens", valid_lens, (1,), "of shape (batch_size,)")
+    valid_lens = require_int_tensor("valid_lens", valid_lens, (1,), N_("of shape (batch_size,)"))
     if valid_lens.numel() and int(valid_lens.min()) < 0:
         raise ValueError(_("valid_lens must be >= 0, got {valid_lens}").format(valid_lens=valid_lens.tolist()))
 
@@ -130,7 +130,7 @@ def prefix_lm_mask_mod(prefix_len: int | Tensor) -> MaskMod:
         - prefix_len: an int, or ``(batch_size,)`` integer (one prefix length per batch entry)
     """
     if isinstance(prefix_len, Tensor):
-        prefix_len = require_int_tensor("prefix_len", prefix_len, (1,), "of shape (batch_size,)")
+        prefix_len = require_int_tensor("prefix_len", prefix_len, (1,), N_("of shape (batch_size,)"))
 
         def prefix_of(b: Tensor) -> Tensor:
             return prefix_len[b]
@@ -152,7 +152,7 @@ def document_mask_mod(document_ids: Tensor, *, causal: bool = True) -> MaskMod:
     Shape:
         - document_ids: ``(batch_size, sequence)`` integer, the document each position belongs to
     """
-    document_ids = require_int_tensor("document_ids", document_ids, (2,), "of shape (batch_size, sequence)")
+    document_ids = require_int_tensor("document_ids", document_ids, (2,), N_("of shape (batch_size, sequence)"))
     require_bool("causal", causal)
 
     def same_document(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
@@ -295,7 +295,8 @@ def block_tiles(mask: Tensor, block_size: int) -> Tensor:
         - output: ``(..., ceil(num_queries / block_size), ceil(num_kvpairs / block_size))``, int64
     """
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.dim() < 2:
-        got = f"shape {tuple(mask.shape)}, dtype {mask.dtype}" if isinstance(mask, Tensor) else type(mask).__name__
+        got = (_("shape {shape}, dtype {dtype}").format(shape=tuple(mask.shape), dtype=mask.dtype)
+               if isinstance(mask, Tensor) else type(mask).__name__)
         raise TypeError(_("mask must be a boolean tensor (..., num_queries, num_kvpairs), got {got}").format(got=got))
     block_size = require_positive_int("block_size", block_size)
     *lead, num_queries, num_kvpairs = mask.shape

@@ -87,8 +87,8 @@ class TinyDecoder(nn.Module):
 
     def forward(self, tokens: Tensor, caches: Sequence[KVCache] | None = None) -> Tensor:
         if not isinstance(tokens, Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
-            got = f"{tokens.dtype} of shape {tuple(tokens.shape)}" if isinstance(tokens, Tensor) else \
-                type(tokens).__name__
+            got = _("{dtype} of shape {shape}").format(dtype=tokens.dtype, shape=tuple(tokens.shape)) \
+                if isinstance(tokens, Tensor) else type(tokens).__name__
             template = _("tokens must be a 2-D tensor of int64 ids, (batch_size, num_new), got {got}")
             raise TypeError(template.format(got=got))
         vocab_size = self.token_embedding.num_embeddings
