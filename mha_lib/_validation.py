@@ -22,6 +22,9 @@ from torch import Tensor
 
 from .i18n import N_, _
 
+# The shapes that valid lengths may have, as a message says them: one length per sample or per query.
+VALID_LENS_SHAPES = N_("(batch_size,) or (batch_size, num_queries)")
+
 
 def wrong_type(name: str, expected: str, value: object) -> TypeError:
     """The error for an argument of the wrong kind: ``raise wrong_type("mha", _("an mha_lib.MultiHeadAttention"),
@@ -98,7 +101,7 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
     batch_size, num_queries, num_kvpairs = queries.shape[0], queries.shape[1], keys.shape[1]
     if valid_lens is not None:
         require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)),
-                           N_("(batch_size,) or (batch_size, num_queries)"), num_kvpairs)
+                           VALID_LENS_SHAPES, num_kvpairs)
     if attn_mask is not None:
         require_bool_mask("attn_mask", attn_mask, (batch_size, num_queries, num_kvpairs),
                           "(batch_size, num_queries, num_kvpairs)")

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._validation import (
+    VALID_LENS_SHAPES,
     require_bool_mask,
     require_dropout,
     require_merge_input,
@@ -221,7 +222,7 @@ def masked_softmax(X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
     batch_size, num_queries, num_kvpairs = X.shape
     if valid_lens is not None:
         require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)),
-                           N_("(batch_size,) or (batch_size, num_queries)"), num_kvpairs)
+                           VALID_LENS_SHAPES, num_kvpairs)
     return _masked_softmax(X, _attention_mask(num_queries, num_kvpairs, valid_lens, False, None, X.device))
 
 
