@@ -69,10 +69,10 @@ def to_torch_mha(mha: MultiHeadAttention) -> nn.MultiheadAttention:
     sizes = {"query_size": mha.W_q.in_features, "num_heads * head_dim": mha.W_q.out_features,
              "num_heads * v_head_dim": mha.W_v.out_features}
     if any(size != num_hiddens for size in sizes.values()):
-        raise ValueError(
-            f"nn.MultiheadAttention needs query_size, num_heads * head_dim and num_heads * v_head_dim all equal "
-            f"to num_hiddens={num_hiddens}, got " + ", ".join(f"{name}={size}" for name, size in sizes.items())
-        )
+        template = _("nn.MultiheadAttention needs query_size, num_heads * head_dim and num_heads * v_head_dim "
+                     "all equal to num_hiddens={num_hiddens}, got {sizes}")
+        raise ValueError(template.format(num_hiddens=num_hiddens,
+                                         sizes=", ".join(f"{name}={size}" for name, size in sizes.items())))
     bias = mha.W_q.bias is not None
     reference = nn.MultiheadAttention(
         num_hiddens, mha.num_heads, dropout=mha.dropout.p, bias=bias, batch_first=True,

@@ -415,10 +415,14 @@ def message_arguments(node: ast.Call) -> list[ast.expr]:
     def worded(text: str) -> bool:
         return " " in text and bool(re.search(r"[A-Za-z]{2,}", text))
 
-    return [arg for arg in node.args
-            if (isinstance(arg, ast.Constant) and isinstance(arg.value, str) and worded(arg.value))
-            or (isinstance(arg, ast.JoinedStr) and any(isinstance(part, ast.Constant) and worded(part.value)
-                                                       for part in arg.values))]
+    def message(arg: ast.expr) -> bool:
+        if isinstance(arg, ast.BinOp):  # "..." + text, "..." % values
+            return message(arg.left) or message(arg.right)
+        return ((isinstance(arg, ast.Constant) and isinstance(arg.value, str) and worded(arg.value))
+                or (isinstance(arg, ast.JoinedStr) and any(isinstance(part, ast.Constant) and worded(part.value)
+                                                           for part in arg.values)))
+
+    return [arg for arg in node.args if message(arg)]
 
 
 def test_every_message_that_mha_lib_raises_goes_through_the_catalogue():
@@ -438,4 +442,5 @@ def test_the_catalogue_check_catches_an_unmarked_raise(tmp_path):
     first, second = [node.exc for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Raise)]
     assert message_arguments(first) and not message_arguments(second)
     assert message_arguments(ast.parse('raise KeyError("no such head")').body[0].exc)
+    assert message_arguments(ast.parse('raise ValueError(f"got {n} sizes: " + ", ".join(names))').body[0].exc)
     assert not message_arguments(ast.parse('raise _FieldError(f"{field}.{name}", _("is missing"))').body[0].exc)
