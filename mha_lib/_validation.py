@@ -5,6 +5,11 @@ message that names the argument, what was expected and what came. Numbers may be
 (``numbers.Integral``, ``numbers.Real``); ``bool`` is never a number here. They run once per call, at the
 public boundary: a layer's ``forward`` makes one call, :func:`require_layer_call`; the public functions of
 :mod:`mha_lib.functional` check their arguments, then call the computations, which trust them.
+
+Every message, here and wherever mha_lib raises, is a template in the message catalogue with named fields,
+``_("num_heads={num_heads} must divide ...").format(num_heads=num_heads)``, so that it reads in the language chosen
+with :func:`mha_lib.set_language` (see :mod:`mha_lib.i18n`); the words a caller puts into one (``layout``,
+``shape_names``) are marked with ``N_`` where they are written.
 """
 
 from __future__ import annotations
@@ -15,18 +20,31 @@ import numbers
 import torch
 from torch import Tensor
 
+from .i18n import N_, _
+
+# The shapes that valid lengths may have, as a message says them: one length per sample or per query.
+VALID_LENS_SHAPES = N_("(batch_size,) or (batch_size, num_queries)")
+
+
+def wrong_type(name: str, expected: str, value: object) -> TypeError:
+    """The error for an argument of the wrong kind: ``raise wrong_type("mha", _("an mha_lib.MultiHeadAttention"),
+    mha)`` says ``mha must be an mha_lib.MultiHeadAttention, got Linear``. ``expected`` comes translated already."""
+    template = _("{name} must be {expected}, got {type_name}")
+    return TypeError(template.format(name=name, expected=expected, type_name=type(value).__name__))
+
 
 def require_tensor(name: str, x: object, rank: int | None, layout: str, floating: bool = True) -> Tensor:
     """Require a tensor with ``rank`` axes (any number if None) laid out as ``layout``, floating-point if asked."""
     if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor {layout}, got {type(x).__name__}")
+        template = _("{name} must be a torch.Tensor {layout}, got {type_name}")
+        raise TypeError(template.format(name=name, layout=_(layout), type_name=type(x).__name__))
     if floating and not x.dtype.is_floating_point:
-        raise TypeError(
-            f"{name} must be a floating-point tensor, got dtype {x.dtype}; "
-            f"convert it first, e.g. {name}.float()"
-        )
+        template = _("{name} must be a floating-point tensor, got dtype "
+                     "{dtype}; convert it first, e.g. {name}.float()")
+        raise TypeError(template.format(name=name, dtype=x.dtype))
     if rank is not None and x.dim() != rank:
-        raise ValueError(f"{name} must be a {rank}-D tensor {layout}, got shape {tuple(x.shape)}")
+        template = _("{name} must be a {rank}-D tensor {layout}, got shape {shape}")
+        raise ValueError(template.format(name=name, rank=rank, layout=_(layout), shape=tuple(x.shape)))
     return x
 
 
@@ -49,27 +67,26 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
         layout = "(..., sequence, features)"
         require_tensor("queries", queries, None, layout)
         if queries.dim() < 2:
-            raise ValueError(f"queries must have at least 2 axes {layout}, got shape {tuple(queries.shape)}")
+            template = _("queries must have at least 2 axes {layout}, got shape {shape}")
+            raise ValueError(template.format(layout=_(layout), shape=tuple(queries.shape)))
         rank = queries.dim()
     else:
         layout = "(batch_size, sequence, features)"
     for name, x in (("queries", queries), ("keys", keys), ("values", values)):
         require_tensor(name, x, rank, layout)
     if not queries.dtype == keys.dtype == values.dtype:
-        raise TypeError(
-            "queries, keys and values must share one dtype, "
-            f"got {queries.dtype}, {keys.dtype} and {values.dtype}"
-        )
+        template = _("queries, keys and values must share one dtype, got "
+                     "{queries_dtype}, {keys_dtype} and {values_dtype}")
+        raise TypeError(template.format(queries_dtype=queries.dtype, keys_dtype=keys.dtype, values_dtype=values.dtype))
     if not queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]:
-        raise ValueError(
-            "queries, keys and values must agree on the leading (batch) axes, got shapes "
-            f"{tuple(queries.shape)}, {tuple(keys.shape)} and {tuple(values.shape)}"
-        )
+        template = _("queries, keys and values must agree on the leading (batch) axes, "
+                     "got shapes {queries_shape}, {keys_shape} and {values_shape}")
+        raise ValueError(template.format(queries_shape=tuple(queries.shape), keys_shape=tuple(keys.shape),
+                                         values_shape=tuple(values.shape)))
     if keys.shape[-2] != values.shape[-2]:
-        raise ValueError(
-            "keys and values must have the same number of key-value pairs (axis -2), "
-            f"got keys {tuple(keys.shape)} and values {tuple(values.shape)}"
-        )
+        template = _("keys and values must have the same number of key-value pairs "
+                     "(axis -2), got keys {keys_shape} and values {values_shape}")
+        raise ValueError(template.format(keys_shape=tuple(keys.shape), values_shape=tuple(values.shape)))
     W_q = getattr(layer, "W_q", None)
     if layer is not None and W_q is None:  # DotProductAttention: queries meet keys in dot products
         require_qk_features(queries, keys)
@@ -84,7 +101,7 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
     batch_size, num_queries, num_kvpairs = queries.shape[0], queries.shape[1], keys.shape[1]
     if valid_lens is not None:
         require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)),
-                           "(batch_size,) or (batch_size, num_queries)", num_kvpairs)
+                           VALID_LENS_SHAPES, num_kvpairs)
     if attn_mask is not None:
         require_bool_mask("attn_mask", attn_mask, (batch_size, num_queries, num_kvpairs),
                           "(batch_size, num_queries, num_kvpairs)")
@@ -95,28 +112,26 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
 def require_qk_features(queries: Tensor, keys: Tensor) -> None:
     """Require queries and keys of one feature size d_k: their dot products need it."""
     if queries.shape[-1] != keys.shape[-1]:
-        raise ValueError(
-            "queries and keys must have the same number of features d_k to take dot products, "
-            f"got queries {tuple(queries.shape)} and keys {tuple(keys.shape)}"
-        )
+        template = _("queries and keys must have the same number of features d_k to take "
+                     "dot products, got queries {queries_shape} and keys {keys_shape}")
+        raise ValueError(template.format(queries_shape=tuple(queries.shape), keys_shape=tuple(keys.shape)))
 
 
 def require_features(name: str, x: Tensor, expected: int, size_name: str) -> None:
     """Require the last axis of ``x`` to match the size the layer was built with."""
     if x.shape[-1] != expected:
-        raise ValueError(
-            f"{name} has {x.shape[-1]} features (last axis of shape {tuple(x.shape)}) "
-            f"but the layer was built with {size_name}={expected}"
-        )
+        template = _("{name} has {features} features (last axis of shape {shape}) "
+                     "but the layer was built with {size_name}={expected}")
+        raise ValueError(template.format(name=name, features=x.shape[-1], shape=tuple(x.shape), size_name=size_name,
+                                         expected=expected))
 
 
 def require_layer_dtype(name: str, x: Tensor, weight: Tensor) -> None:
     """Require inputs in the dtype of the layer's weights, which nn.Linear needs."""
     if x.dtype != weight.dtype:
-        raise TypeError(
-            f"{name} has dtype {x.dtype} but the layer's weights are {weight.dtype}; "
-            f"convert one of them, e.g. layer.to({x.dtype}) or {name}.to({weight.dtype})"
-        )
+        template = _("{name} has dtype {x_dtype} but the layer's weights are {weight_dtype}; "
+                     "convert one of them, e.g. layer.to({x_dtype}) or {name}.to({weight_dtype})")
+        raise TypeError(template.format(name=name, x_dtype=x.dtype, weight_dtype=weight.dtype))
 
 
 def require_positive_int(name: str, value: object) -> int:
@@ -134,47 +149,59 @@ def require_int(name: str, value: object, low: int, high: int | None = None) -> 
 
     Python's and NumPy's integers are whole numbers; ``True`` and ``1.0`` are not.
     """
-    expected = {0: "an int >= 0", 1: "a positive int"}[low] if high is None else f"an int in [{low}, {high}]"
+    if high is None:
+        expected = {0: _("an int >= 0"), 1: _("a positive int")}[low]
+    else:
+        expected = _("an int in [{low}, {high}]").format(low=low, high=high)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be {expected}, got {value!r} (a {type(value).__name__})")
+        template = _("{name} must be {expected}, got {value!r} (a {type_name})")
+        raise TypeError(template.format(name=name, expected=expected, value=value, type_name=type(value).__name__))
     if value < low or (high is not None and value > high):
-        raise ValueError(f"{name} must be {expected}, got {value!r}")
+        template = _("{name} must be {expected}, got {value!r}")
+        raise ValueError(template.format(name=name, expected=expected, value=value))
     return int(value)
 
 
 def require_positive_real(name: str, value: object) -> float:
     """Require a finite number > 0 (a Python or NumPy number, not a bool); return it as a float."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a positive number, got {value!r} (a {type(value).__name__})")
+        template = _("{name} must be a positive number, got {value!r} (a {type_name})")
+        raise TypeError(template.format(name=name, value=value, type_name=type(value).__name__))
     if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be a positive, finite number, got {value!r}")
+        raise ValueError(_("{name} must be a positive, finite number, got {value!r}").format(name=name, value=value))
     return float(value)
 
 
 def require_bool(name: str, value: object) -> bool:
     """Require True or False; a string such as "no" or None would otherwise pick a branch silently."""
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {value!r} (a {type(value).__name__})")
+        template = _("{name} must be True or False, got {value!r} (a {type_name})")
+        raise TypeError(template.format(name=name, value=value, type_name=type(value).__name__))
     return value
 
 
 def require_dropout(dropout: object, name: str = "dropout") -> float:
     """Require a dropout probability in [0, 1) (a Python or NumPy number, not a bool); return it as a float."""
     if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real):
-        raise TypeError(f"{name} must be a probability in [0, 1), got {dropout!r} (a {type(dropout).__name__})")
+        template = _("{name} must be a probability in [0, 1), got {dropout!r} (a {type_name})")
+        raise TypeError(template.format(name=name, dropout=dropout, type_name=type(dropout).__name__))
     if not 0 <= dropout < 1:
-        raise ValueError(f"{name} must be a probability in [0, 1), got {dropout!r}")
+        template = _("{name} must be a probability in [0, 1), got {dropout!r}")
+        raise ValueError(template.format(name=name, dropout=dropout))
     return float(dropout)
 
 
 def require_int_tensor(name: str, x: object, ranks: tuple[int, ...], layout: str) -> Tensor:
     """Require a tensor of integers (not bool) with one of ``ranks`` axes."""
     if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a tensor of integers {layout}, got {type(x).__name__}")
+        template = _("{name} must be a tensor of integers {layout}, got {type_name}")
+        raise TypeError(template.format(name=name, layout=_(layout), type_name=type(x).__name__))
     if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integers (e.g. torch.long), got dtype {x.dtype}")
+        template = _("{name} must hold integers (e.g. torch.long), got dtype {dtype}")
+        raise TypeError(template.format(name=name, dtype=x.dtype))
     if x.dim() not in ranks:
-        raise ValueError(f"{name} must be a tensor {layout}, got shape {tuple(x.shape)}")
+        template = _("{name} must be a tensor {layout}, got shape {shape}")
+        raise ValueError(template.format(name=name, layout=_(layout), shape=tuple(x.shape)))
     return x
 
 
@@ -182,75 +209,71 @@ def require_bool_mask(name: str, mask: object, target: tuple[int, ...], target_n
     """Require a boolean mask (True = may attend) that broadcasts to ``target``."""
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
-        raise TypeError(
-            f"{name} must be a boolean tensor (True = may attend), got {got}; "
-            "build one with mha_lib.valid_lens_mask or mha_lib.causal_mask"
-        )
+        template = _("{name} must be a boolean tensor (True = may attend), got {got}; "
+                     "build one with mha_lib.valid_lens_mask or mha_lib.causal_mask")
+        raise TypeError(template.format(name=name, got=got))
     try:
         shape = torch.broadcast_shapes(mask.shape, target)
     except RuntimeError:
         shape = None
     if shape != tuple(target):
-        raise ValueError(
-            f"{name} must broadcast to {target_name} = {tuple(target)}, got shape {tuple(mask.shape)}"
-        )
+        template = _("{name} must broadcast to {target_name} = {target}, got shape {shape}")
+        raise ValueError(template.format(name=name, target_name=_(target_name), target=tuple(target),
+                                         shape=tuple(mask.shape)))
 
 
 def require_valid_lens(valid_lens: object, shapes: tuple[tuple[int, ...], ...], shape_names: str,
-                       num_kvpairs: int, name: str = "valid_lens", length_name: str = "the number of key-value pairs",
-                       ) -> None:
+                       num_kvpairs: int, name: str = "valid_lens",
+                       length_name: str = N_("the number of key-value pairs")) -> None:
     """Require valid lengths of one of ``shapes``, whole numbers in ``[0, num_kvpairs]``.
 
     Integer tensors are the rule; a floating-point tensor is accepted when its values are whole, because
     the d2l book's BERT makes its lengths as float32. The values are checked where that is free: on the
     CPU. On a GPU reading them back would stop the device on every call, so there a length outside the
     range is not an error (below 0 it hides every key, above ``num_kvpairs`` it hides none) and a
-    fractional one counts as the next whole number.
+    fractional one counts as the next whole number. ``shape_names`` and ``length_name`` describe the shapes and the
+    upper bound in the message; a caller marks words in them with ``N_`` and the message translates them.
     """
     if not isinstance(valid_lens, Tensor):
-        raise TypeError(f"{name} must be a tensor of whole numbers, got {type(valid_lens).__name__}")
+        raise wrong_type(name, _("a tensor of whole numbers"), valid_lens)
     if valid_lens.dtype.is_complex or valid_lens.dtype == torch.bool:
-        raise TypeError(f"{name} must hold whole numbers (e.g. torch.long), got dtype {valid_lens.dtype}")
+        template = _("{name} must hold whole numbers (e.g. torch.long), got dtype {dtype}")
+        raise TypeError(template.format(name=name, dtype=valid_lens.dtype))
     if tuple(valid_lens.shape) not in shapes:
-        raise ValueError(
-            f"{name} must have shape {' or '.join(str(shape) for shape in shapes)}, "
-            f"i.e. {shape_names}, got {tuple(valid_lens.shape)}"
-        )
+        template = _("{name} must have shape {shapes}, i.e. {shape_names}, got {shape}")
+        raise ValueError(template.format(name=name, shapes=_(" or ").join(str(shape) for shape in shapes),
+                                         shape_names=_(shape_names), shape=tuple(valid_lens.shape)))
     if valid_lens.device.type == "cpu" and valid_lens.numel():
         lengths = valid_lens.reshape(-1).tolist()
         if valid_lens.dtype.is_floating_point:
             fractional = [length for length in lengths if not (math.isfinite(length) and length == int(length))]
             if fractional:
-                raise ValueError(
-                    f"{name} must hold whole numbers (a float tensor is fine if its values are whole), "
-                    f"got {fractional[0]}: a length of {fractional[0]} key-value pairs has no meaning"
-                )
+                template = _("{name} must hold whole numbers (a float tensor is fine if its values are "
+                             "whole), got {length}: a length of {length} key-value pairs has no meaning")
+                raise ValueError(template.format(name=name, length=fractional[0]))
         low, high = min(lengths), max(lengths)
         if low < 0 or high > num_kvpairs:
-            raise ValueError(
-                f"{name} must lie in [0, {num_kvpairs}] ({length_name}), "
-                f"got values from {low:g} to {high:g}"
-            )
+            template = _("{name} must lie in [0, {num_kvpairs}] ({length_name}), got values from {low:g} to {high:g}")
+            raise ValueError(template.format(name=name, num_kvpairs=num_kvpairs, length_name=_(length_name), low=low,
+                                             high=high))
 
 
 def require_heads_divide(num_hiddens: int, num_heads: int) -> None:
     """Require ``num_heads`` to divide ``num_hiddens``: every head gets ``num_hiddens // num_heads`` features."""
     if num_hiddens % num_heads:
-        raise ValueError(
-            f"num_heads={num_heads} must divide num_hiddens={num_hiddens} evenly, so that every head gets "
-            f"num_hiddens // num_heads features; the divisors of {num_hiddens} are {divisors(num_hiddens)}"
-        )
+        template = _("num_heads={num_heads} must divide num_hiddens={num_hiddens} evenly, so that every head "
+                     "gets num_hiddens // num_heads features; the divisors of {num_hiddens} are {divisors}")
+        raise ValueError(template.format(num_heads=num_heads, num_hiddens=num_hiddens, divisors=divisors(num_hiddens)))
 
 
 def require_kv_heads_divide(num_heads: int, num_kv_heads: object) -> int:
     """Require ``num_kv_heads`` to be a positive int that divides ``num_heads``; return it."""
     num_kv_heads = require_positive_int("num_kv_heads", num_kv_heads)
     if num_heads % num_kv_heads:
-        raise ValueError(
-            f"num_kv_heads must divide num_heads={num_heads}, so that every key-value head serves the same "
-            f"number of query heads; allowed values are {divisors(num_heads)} (1 is MQA, {num_heads} is MHA), "
-            f"got {num_kv_heads!r}"
-        )
+        template = _("num_kv_heads must divide num_heads={num_heads}, so that every "
+                     "key-value head serves the same number of query heads; allowed values "
+                     "are {divisors} (1 is MQA, {num_heads} is MHA), got {num_kv_heads!r}")
+        raise ValueError(template.format(num_heads=num_heads, divisors=divisors(num_heads), num_kv_heads=num_kv_heads))
     return num_kv_heads
 
 
@@ -264,10 +287,9 @@ def require_split_input(X: object, num_heads: object) -> None:
     require_tensor("X", X, 3, "(batch_size, seq_len, num_hiddens)", floating=False)
     require_positive_int("num_heads", num_heads)
     if X.shape[-1] % num_heads:
-        raise ValueError(
-            f"num_heads={num_heads} must divide the feature axis of X evenly, "
-            f"got num_hiddens={X.shape[-1]} (X has shape {tuple(X.shape)})"
-        )
+        template = _("num_heads={num_heads} must divide the feature axis of X "
+                     "evenly, got num_hiddens={num_hiddens} (X has shape {shape})")
+        raise ValueError(template.format(num_heads=num_heads, num_hiddens=X.shape[-1], shape=tuple(X.shape)))
 
 
 def require_merge_input(X: object, num_heads: object) -> None:
@@ -275,7 +297,6 @@ def require_merge_input(X: object, num_heads: object) -> None:
     require_tensor("X", X, 3, "(batch_size * num_heads, seq_len, head_dim)", floating=False)
     require_positive_int("num_heads", num_heads)
     if X.shape[0] % num_heads:
-        raise ValueError(
-            f"the first axis of X must be batch_size * num_heads, a multiple of num_heads={num_heads}, "
-            f"got {X.shape[0]} (X has shape {tuple(X.shape)})"
-        )
+        template = _("the first axis of X must be batch_size * num_heads, a multiple "
+                     "of num_heads={num_heads}, got {first_axis} (X has shape {shape})")
+        raise ValueError(template.format(num_heads=num_heads, first_axis=X.shape[0], shape=tuple(X.shape)))

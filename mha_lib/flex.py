@@ -31,7 +31,9 @@ from ._validation import (
     require_positive_int,
     require_positive_real,
     require_tensor,
+    wrong_type,
 )
+from .i18n import N_, _
 
 __all__ = [
     "MaskMod", "ScoreMod", "alibi_score_mod", "alibi_slopes", "apply_score_mod", "block_tiles", "causal_mask_mod",
@@ -65,9 +67,9 @@ def padding_mask_mod(valid_lens: Tensor) -> MaskMod:
     Shape:
         - valid_lens: ``(batch_size,)``, integer, each ``>= 0``
     """
-    valid_lens = require_int_tensor("valid_lens", valid_lens, (1,), "of shape (batch_size,)")
+    valid_lens = require_int_tensor("valid_lens", valid_lens, (1,), N_("of shape (batch_size,)"))
     if valid_lens.numel() and int(valid_lens.min()) < 0:
-        raise ValueError(f"valid_lens must be >= 0, got {valid_lens.tolist()}")
+        raise ValueError(_("valid_lens must be >= 0, got {valid_lens}").format(valid_lens=valid_lens.tolist()))
 
     def padding(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
         return kv_idx < valid_lens[b]
@@ -83,10 +85,10 @@ def key_padding_mask_mod(key_padding_mask: Tensor) -> MaskMod:
     """
     if not isinstance(key_padding_mask, Tensor) or key_padding_mask.dtype != torch.bool:
         got = key_padding_mask.dtype if isinstance(key_padding_mask, Tensor) else type(key_padding_mask).__name__
-        raise TypeError(f"key_padding_mask must be a boolean tensor (True = ignore), got {got}")
+        raise TypeError(_("key_padding_mask must be a boolean tensor (True = ignore), got {got}").format(got=got))
     if key_padding_mask.dim() != 2:
-        raise ValueError("key_padding_mask must have shape (batch_size, num_kvpairs), "
-                         f"got {tuple(key_padding_mask.shape)}")
+        template = _("key_padding_mask must have shape (batch_size, num_kvpairs), got {shape}")
+        raise ValueError(template.format(shape=tuple(key_padding_mask.shape)))
 
     def not_padding(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
         return ~key_padding_mask[b, kv_idx]  # the polarity flips here, once
@@ -128,7 +130,7 @@ def prefix_lm_mask_mod(prefix_len: int | Tensor) -> MaskMod:
         - prefix_len: an int, or ``(batch_size,)`` integer (one prefix length per batch entry)
     """
     if isinstance(prefix_len, Tensor):
-        prefix_len = require_int_tensor("prefix_len", prefix_len, (1,), "of shape (batch_size,)")
+        prefix_len = require_int_tensor("prefix_len", prefix_len, (1,), N_("of shape (batch_size,)"))
 
         def prefix_of(b: Tensor) -> Tensor:
             return prefix_len[b]
@@ -150,7 +152,7 @@ def document_mask_mod(document_ids: Tensor, *, causal: bool = True) -> MaskMod:
     Shape:
         - document_ids: ``(batch_size, sequence)`` integer, the document each position belongs to
     """
-    document_ids = require_int_tensor("document_ids", document_ids, (2,), "of shape (batch_size, sequence)")
+    document_ids = require_int_tensor("document_ids", document_ids, (2,), N_("of shape (batch_size, sequence)"))
     require_bool("causal", causal)
 
     def same_document(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
@@ -216,8 +218,8 @@ def relative_bias_score_mod(table: Tensor) -> ScoreMod:
     """
     table = require_tensor("table", table, 2, "(num_heads, 2 * max_distance - 1)")
     if table.shape[1] % 2 == 0:
-        raise ValueError(f"table must have an odd number of columns (2 * max_distance - 1), got shape "
-                         f"{tuple(table.shape)}")
+        template = _("table must have an odd number of columns (2 * max_distance - 1), got shape {shape}")
+        raise ValueError(template.format(shape=tuple(table.shape)))
     max_distance = (table.shape[1] + 1) // 2
 
     def relative_bias(score: Tensor, b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
@@ -260,7 +262,7 @@ def dense_mask(mask_mod: MaskMod, batch_size: int, num_heads: int, num_queries: 
         - output: ``(batch_size, num_heads, num_queries, num_kvpairs)``, boolean
     """
     if not callable(mask_mod):
-        raise TypeError(f"mask_mod must be a function (b, h, q_idx, kv_idx) -> bool, got {type(mask_mod).__name__}")
+        raise wrong_type("mask_mod", _("a function (b, h, q_idx, kv_idx) -> bool"), mask_mod)
     sizes = [require_positive_int(name, value) for name, value in (
         ("batch_size", batch_size), ("num_heads", num_heads), ("num_queries", num_queries),
         ("num_kvpairs", num_kvpairs))]
@@ -277,8 +279,7 @@ def apply_score_mod(score_mod: ScoreMod, scores: Tensor) -> Tensor:
         - output: same shape
     """
     if not callable(score_mod):
-        raise TypeError("score_mod must be a function (score, b, h, q_idx, kv_idx) -> score, "
-                        f"got {type(score_mod).__name__}")
+        raise wrong_type("score_mod", _("a function (score, b, h, q_idx, kv_idx) -> score"), score_mod)
     scores = require_tensor("scores", scores, 4, "(batch_size, num_heads, num_queries, num_kvpairs)")
     grids = _index_grids(*scores.shape, scores.device)
     return score_mod(scores, *grids).expand(scores.shape)
@@ -294,8 +295,9 @@ def block_tiles(mask: Tensor, block_size: int) -> Tensor:
         - output: ``(..., ceil(num_queries / block_size), ceil(num_kvpairs / block_size))``, int64
     """
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.dim() < 2:
-        got = f"shape {tuple(mask.shape)}, dtype {mask.dtype}" if isinstance(mask, Tensor) else type(mask).__name__
-        raise TypeError(f"mask must be a boolean tensor (..., num_queries, num_kvpairs), got {got}")
+        got = (_("shape {shape}, dtype {dtype}").format(shape=tuple(mask.shape), dtype=mask.dtype)
+               if isinstance(mask, Tensor) else type(mask).__name__)
+        raise TypeError(_("mask must be a boolean tensor (..., num_queries, num_kvpairs), got {got}").format(got=got))
     block_size = require_positive_int("block_size", block_size)
     *lead, num_queries, num_kvpairs = mask.shape
     rows, cols = -(-num_queries // block_size), -(-num_kvpairs // block_size)

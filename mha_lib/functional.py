@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._validation import (
+    VALID_LENS_SHAPES,
     require_bool_mask,
     require_dropout,
     require_merge_input,
@@ -39,6 +40,7 @@ from ._validation import (
     require_tensor,
     require_valid_lens,
 )
+from .i18n import N_, _
 
 __all__ = ["attention_mask", "causal_mask", "dot_product_attention", "masked_softmax", "sequence_mask",
            "transpose_output", "transpose_qkv", "valid_lens_mask"]
@@ -129,7 +131,7 @@ def valid_lens_mask(valid_lens: Tensor, num_kvpairs: int) -> Tensor:
     """
     num_kvpairs = require_positive_int("num_kvpairs", num_kvpairs)
     shape = tuple(valid_lens.shape) if isinstance(valid_lens, Tensor) else ()
-    require_valid_lens(valid_lens, (shape,), "any shape", num_kvpairs)
+    require_valid_lens(valid_lens, (shape,), N_("any shape"), num_kvpairs)
     flat = valid_lens.reshape(-1)  # S -> (N,), so that the mask is (N, 1, num_kvpairs)
     return _attention_mask(1, num_kvpairs, flat, False, None, valid_lens.device).reshape(*shape, num_kvpairs)
 
@@ -147,9 +149,10 @@ def sequence_mask(X: Tensor, valid_len: Tensor, value: float = 0) -> Tensor:
     """
     require_tensor("X", X, None, "(batch_size, num_steps, ...)", floating=False)
     if X.dim() < 2:
-        raise ValueError(f"X must have at least 2 axes (batch_size, num_steps, ...), got shape {tuple(X.shape)}")
+        template = _("X must have at least 2 axes (batch_size, num_steps, ...), got shape {shape}")
+        raise ValueError(template.format(shape=tuple(X.shape)))
     require_valid_lens(valid_len, ((X.shape[0],),), "(batch_size,)", X.shape[1], name="valid_len",
-                       length_name="num_steps, the length of X's axis 1")
+                       length_name=N_("num_steps, the length of X's axis 1"))
     keep = _attention_mask(1, X.shape[1], valid_len, False, None, X.device)  # (batch_size, 1, num_steps)
     return X.masked_fill_(~keep.reshape(X.shape[:2] + (1,) * (X.dim() - 2)), value)
 
@@ -219,7 +222,7 @@ def masked_softmax(X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
     batch_size, num_queries, num_kvpairs = X.shape
     if valid_lens is not None:
         require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)),
-                           "(batch_size,) or (batch_size, num_queries)", num_kvpairs)
+                           VALID_LENS_SHAPES, num_kvpairs)
     return _masked_softmax(X, _attention_mask(num_queries, num_kvpairs, valid_lens, False, None, X.device))
 
 
@@ -252,7 +255,7 @@ def dot_product_attention(
     require_qk_features(queries, keys)
     if mask is not None:
         scores_shape = (*queries.shape[:-1], keys.shape[-2])
-        require_bool_mask("mask", mask, scores_shape, "the scores' shape (..., num_queries, num_kvpairs)")
+        require_bool_mask("mask", mask, scores_shape, N_("the scores' shape (..., num_queries, num_kvpairs)"))
     return _attention(queries, keys, values, mask, require_dropout(dropout_p, "dropout_p"))
 
 

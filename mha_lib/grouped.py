@@ -17,8 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._validation import require_int, require_kv_heads_divide, require_positive_int, require_tensor
+from ._validation import require_int, require_kv_heads_divide, require_positive_int, require_tensor, wrong_type
 from .functional import _attention
+from .i18n import _
 from .modules import MultiHeadAttention
 
 __all__ = ["GroupedQueryAttention", "kv_head_of", "mha_to_gqa", "repeat_kv_heads"]
@@ -121,20 +122,21 @@ def mha_to_gqa(mha: MultiHeadAttention, num_kv_heads: int) -> GroupedQueryAttent
         - ``mha.W_k.weight``: ``(num_heads * head_dim, key_size)`` -> ``(num_kv_heads * head_dim, key_size)``
     """
     if not isinstance(mha, MultiHeadAttention):
-        raise TypeError(f"mha must be a mha_lib.MultiHeadAttention, got {type(mha).__name__}")
+        raise wrong_type("mha", _("an mha_lib.MultiHeadAttention"), mha)
     if mha.query_size is None:
-        raise ValueError("mha was built in d2l 1.0's form and has not been called yet, so its input sizes and "
-                         "weights do not exist; call it once on inputs of the right sizes, then convert it")
+        raise ValueError(_("mha was built in d2l 1.0's form and has not been called yet, so its input sizes and "
+                           "weights do not exist; call it once on inputs of the right sizes, then convert it"))
     num_heads, head_dim = mha.num_heads, mha.head_dim
     if mha.num_kv_heads != num_heads:
-        raise ValueError(f"mha must have one key-value head per query head, got num_kv_heads={mha.num_kv_heads} "
-                         f"for num_heads={num_heads}")
+        template = _("mha must have one key-value head per query head, got "
+                     "num_kv_heads={num_kv_heads} for num_heads={num_heads}")
+        raise ValueError(template.format(num_kv_heads=mha.num_kv_heads, num_heads=num_heads))
     num_hiddens = mha.W_o.out_features
     if head_dim != mha.v_head_dim or num_heads * head_dim != num_hiddens:
-        raise ValueError(
-            "mha_to_gqa needs heads of num_hiddens // num_heads features for queries, keys and values, got "
-            f"head_dim={head_dim}, v_head_dim={mha.v_head_dim}, num_hiddens={num_hiddens}, num_heads={num_heads}"
-        )
+        template = _("mha_to_gqa needs heads of num_hiddens // num_heads features for queries, keys and values, got "
+                     "head_dim={head_dim}, v_head_dim={v_head_dim}, num_hiddens={num_hiddens}, num_heads={num_heads}")
+        raise ValueError(template.format(head_dim=head_dim, v_head_dim=mha.v_head_dim, num_hiddens=num_hiddens,
+                                         num_heads=num_heads))
     require_kv_heads_divide(num_heads, num_kv_heads)
     num_groups = num_heads // num_kv_heads
     bias = mha.W_q.bias is not None

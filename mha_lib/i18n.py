@@ -57,10 +57,11 @@ def set_language(code: str) -> None:
     """
     global _language, _translations
     if not isinstance(code, str):
-        raise TypeError(f"set_language: code must be a string such as 'zh_CN', got {code!r} (a {type(code).__name__})")
+        template = _("set_language: code must be a string such as 'zh_CN', got {code!r} (a {type_name})")
+        raise TypeError(template.format(code=code, type_name=type(code).__name__))
     if code not in _ALIASES:
-        raise ValueError(f"set_language: code must be one of {', '.join(repr(c) for c in _ALIASES)}; "
-                         f"got {code!r}")
+        template = _("set_language: code must be one of {codes}; got {code!r}")
+        raise ValueError(template.format(codes=", ".join(repr(c) for c in _ALIASES), code=code))
     language = _ALIASES[code]
     if language == "en":
         _translations = gettext.NullTranslations()

@@ -35,6 +35,7 @@ from .functional import (
     transpose_output,
     transpose_qkv,
 )
+from .i18n import _
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "GeneralMultiHeadAttention", "MultiHeadAttention"]
 
@@ -50,10 +51,12 @@ def _bind_d2l_form(layer: type, args: tuple, kwargs: dict) -> dict[str, Any]:
             continue
         bound.apply_defaults()
         return {name: value for name, value in bound.arguments.items() if name != "self"}
-    written = " or ".join(f"d2l {edition}'s {layer.__name__}{_without_self(form)}"
-                          for edition, form in zip(("0.17", "1.0"), forms, strict=True))
+    form_text = _("d2l {edition}'s {layer}{signature}")
+    written = _(" or ").join(form_text.format(edition=edition, layer=layer.__name__, signature=_without_self(form))
+                             for edition, form in zip(("0.17", "1.0"), forms, strict=True))
     call = ", ".join([*map(repr, args), *(f"{name}={value!r}" for name, value in kwargs.items())])
-    raise TypeError(f"{layer.__name__} takes the arguments of {written}; got ({call})")
+    template = _("{layer} takes the arguments of {written}; got ({call})")
+    raise TypeError(template.format(layer=layer.__name__, written=written, call=call))
 
 
 def _without_self(form: Any) -> inspect.Signature:

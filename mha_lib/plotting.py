@@ -17,7 +17,7 @@ from matplotlib.ticker import MaxNLocator
 from torch import Tensor
 
 from ._validation import require_bool_mask, require_tensor
-from .i18n import figure_text
+from .i18n import _, figure_text
 
 __all__ = ["MASKED_COLOUR", "show_heatmaps"]
 
@@ -52,15 +52,18 @@ def show_heatmaps(
     """
     require_tensor("matrices", matrices, 4, "(num_rows, num_cols, num_queries, num_kvpairs)", floating=False)
     if matrices.dtype.is_complex:
-        raise TypeError(f"matrices must hold real numbers, got dtype {matrices.dtype}: a heatmap cannot show an "
-                        "imaginary part; pass matrices.real or matrices.abs()")
+        template = _("matrices must hold real numbers, got dtype {dtype}: a heatmap "
+                     "cannot show an imaginary part; pass matrices.real or matrices.abs()")
+        raise TypeError(template.format(dtype=matrices.dtype))
     if matrices.numel() == 0:
-        raise ValueError(f"matrices must have at least one cell to draw, got shape {tuple(matrices.shape)}")
+        template = _("matrices must have at least one cell to draw, got shape {shape}")
+        raise ValueError(template.format(shape=tuple(matrices.shape)))
     num_rows, num_cols = matrices.shape[:2]
     xlabel = figure_text("keys") if xlabel is None else xlabel
     ylabel = figure_text("queries") if ylabel is None else ylabel
     if titles is not None and len(titles) != num_cols:
-        raise ValueError(f"titles must name the {num_cols} columns, got {len(titles)} titles")
+        template = _("titles must name the {num_cols} columns, got {num_titles} titles")
+        raise ValueError(template.format(num_cols=num_cols, num_titles=len(titles)))
     if mask is not None:
         require_bool_mask("mask", mask, tuple(matrices.shape), "matrices.shape")
         hidden = (~mask).to("cpu").expand(matrices.shape).numpy()

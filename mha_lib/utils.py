@@ -10,7 +10,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validation import require_positive_int
+from ._validation import require_positive_int, wrong_type
+from .i18n import _
 from .modules import MultiHeadAttention
 
 __all__ = ["cpu_threads", "pick_device", "set_seed", "to_torch_mha"]
@@ -59,18 +60,19 @@ def to_torch_mha(mha: MultiHeadAttention) -> nn.MultiheadAttention:
     must be *ignored*.
     """
     if not isinstance(mha, MultiHeadAttention):
-        raise TypeError(f"mha must be an mha_lib.MultiHeadAttention, got {type(mha).__name__}")
+        raise wrong_type("mha", _("an mha_lib.MultiHeadAttention"), mha)
     if mha.num_kv_heads != mha.num_heads:
-        raise ValueError(f"nn.MultiheadAttention has one key-value head per query head; mha has num_kv_heads="
-                         f"{mha.num_kv_heads} for num_heads={mha.num_heads}")
+        template = _("nn.MultiheadAttention has one key-value head per query head; "
+                     "mha has num_kv_heads={num_kv_heads} for num_heads={num_heads}")
+        raise ValueError(template.format(num_kv_heads=mha.num_kv_heads, num_heads=mha.num_heads))
     num_hiddens = mha.W_o.out_features
     sizes = {"query_size": mha.W_q.in_features, "num_heads * head_dim": mha.W_q.out_features,
              "num_heads * v_head_dim": mha.W_v.out_features}
     if any(size != num_hiddens for size in sizes.values()):
-        raise ValueError(
-            f"nn.MultiheadAttention needs query_size, num_heads * head_dim and num_heads * v_head_dim all equal "
-            f"to num_hiddens={num_hiddens}, got " + ", ".join(f"{name}={size}" for name, size in sizes.items())
-        )
+        template = _("nn.MultiheadAttention needs query_size, num_heads * head_dim and num_heads * v_head_dim "
+                     "all equal to num_hiddens={num_hiddens}, got {sizes}")
+        raise ValueError(template.format(num_hiddens=num_hiddens,
+                                         sizes=", ".join(f"{name}={size}" for name, size in sizes.items())))
     bias = mha.W_q.bias is not None
     reference = nn.MultiheadAttention(
         num_hiddens, mha.num_heads, dropout=mha.dropout.p, bias=bias, batch_first=True,

@@ -181,7 +181,7 @@ def test_bad_inputs_name_the_argument():
         repeat_kv_heads(torch.zeros(2, 3, 4), 2)
     with pytest.raises(ValueError, match="query_head must be an int in"):
         kv_head_of(6, 6, 2)
-    with pytest.raises(TypeError, match="mha must be a mha_lib.MultiHeadAttention"):
+    with pytest.raises(TypeError, match="mha must be an mha_lib.MultiHeadAttention"):
         mha_to_gqa(torch.nn.Linear(2, 2), 1)
     with pytest.raises(ValueError, match="mha must have one key-value head per query head, got num_kv_heads=3"):
         mha_to_gqa(layer, 1)

@@ -1,14 +1,19 @@
 """mha_lib speaks Chinese (issue 17): the language setting, the message catalogue and what the checkers print."""
 
+import ast
+import re
 import tomllib
 from pathlib import Path
 
 import polib
 import pytest
+import torch
 
-from mha_lib import i18n
+from mha_lib import GroupedQueryAttention, MultiHeadAttention, i18n, to_torch_mha
+from mha_lib._bench.records import BenchResult
 from mha_lib.exercises import ch02, ch03
 from mha_lib.exercises._engine import CORRECT, GRADING_VARIABLE, NOT_YET
+from mha_lib.functional import dot_product_attention, masked_softmax
 from mha_lib.i18n import _, figure_text, get_language, set_language
 from tools import translate
 
@@ -342,3 +347,100 @@ def test_cjk_font_finds_a_font_installed_after_matplotlibs_cache_was_built(monke
     monkeypatch.setattr(i18n, "_rescanned", False)
     assert i18n.cjk_font() == "Noto Sans CJK SC"
     assert [font.path for font in fonts] == ["/fonts/NotoSansCJK-Regular.ttc"]  # only the CJK file is added
+
+
+# --- the library's error messages -------------------------------------------------------------------------------
+
+MHA = dict(key_size=8, query_size=8, value_size=8, num_hiddens=8)
+CHINESE = re.compile(r"[\u4e00-\u9fff]")
+
+# (what raises, its exception, Chinese words the message must have, values it must still name in both languages)
+ERRORS = {
+    "chapter 00 section 5: num_heads must divide num_hiddens": (
+        lambda: MultiHeadAttention(100, 100, 100, num_hiddens=100, num_heads=3), ValueError, "必须整除",
+        ["num_heads=3", "num_hiddens=100", "[1, 2, 4, 5, 10, 20, 25, 50, 100]"]),
+    "chapter 02: queries and keys with different d_k": (
+        lambda: dot_product_attention(torch.ones(2, 1, 20), torch.ones(2, 10, 2), torch.ones(2, 10, 4)), ValueError,
+        "特征数 d_k", ["(2, 1, 20)", "(2, 10, 2)"]),
+    "chapter 07: a result file without a field": (
+        lambda: BenchResult.from_dict({}, source="broken.json"), ValueError, "缺失", ["broken.json: schema"]),
+    "chapter 09: num_kv_heads must divide num_heads": (
+        lambda: GroupedQueryAttention(32, 32, 32, 32, num_heads=8, num_kv_heads=3), ValueError, "必须整除",
+        ["num_kv_heads", "num_heads=8", "[1, 2, 4, 8]", "3"]),
+    "a size that is not an int": (
+        lambda: MultiHeadAttention(**MHA, num_heads="2"), TypeError, "必须是", ["num_heads", "'2'", "str"]),
+    "a dropout outside [0, 1)": (
+        lambda: MultiHeadAttention(**MHA, num_heads=2, dropout=1.5), ValueError, "概率", ["dropout", "1.5"]),
+    "integer scores": (
+        lambda: masked_softmax(torch.ones(2, 3, 4, dtype=torch.long)), TypeError, "浮点张量", ["X", "torch.int64"]),
+    "valid lengths beyond the keys": (
+        lambda: masked_softmax(torch.ones(2, 3, 5), torch.tensor([6, 1])), ValueError, "之内",
+        ["valid_lens", "[0, 5]", "6"]),
+    "queries, keys and values of different dtypes": (
+        lambda: dot_product_attention(torch.ones(1, 2, 4), torch.ones(1, 2, 4, dtype=torch.float64),
+                                      torch.ones(1, 2, 4)), TypeError, "dtype 必须相同",
+        ["torch.float32", "torch.float64"]),
+    "an argument of the wrong type (wrong_type)": (
+        lambda: to_torch_mha(torch.nn.Linear(2, 2)), TypeError, "必须是",
+        ["mha", "mha_lib.MultiHeadAttention", "Linear"]),
+}
+
+
+@pytest.mark.parametrize("name", ERRORS)
+def test_an_error_says_in_chinese_what_it_says_in_english_naming_the_argument_and_the_values(name):
+    call, kind, words, values = ERRORS[name]
+    with pytest.raises(kind) as english:
+        call()
+    set_language("zh_CN")
+    with pytest.raises(kind) as chinese:
+        call()
+    assert type(chinese.value) is type(english.value)
+    message = str(chinese.value)
+    assert message != str(english.value) and CHINESE.search(message), message
+    assert words in message, message
+    for value in values:
+        assert value in str(english.value) and value in message, (value, message)
+
+
+def test_an_error_speaks_english_again_after_the_language_is_switched_back():
+    set_language("zh_CN")
+    set_language("en")
+    with pytest.raises(ValueError, match="num_heads=3 must divide num_hiddens=100 evenly"):
+        MultiHeadAttention(100, 100, 100, num_hiddens=100, num_heads=3)
+
+
+def message_arguments(node: ast.Call) -> list[ast.expr]:
+    """The arguments of an exception's constructor that are worded text: a literal or an f-string with words and
+    spaces (``"mha"`` or ``f"{field}.{name}"`` names an argument or a field, which stays as the code spells it)."""
+    def worded(text: str) -> bool:
+        return " " in text and bool(re.search(r"[A-Za-z]{2,}", text))
+
+    def message(arg: ast.expr) -> bool:
+        if isinstance(arg, ast.BinOp):  # "..." + text, "..." % values
+            return message(arg.left) or message(arg.right)
+        return ((isinstance(arg, ast.Constant) and isinstance(arg.value, str) and worded(arg.value))
+                or (isinstance(arg, ast.JoinedStr) and any(isinstance(part, ast.Constant) and worded(part.value)
+                                                           for part in arg.values)))
+
+    return [arg for arg in node.args if message(arg)]
+
+
+def test_every_message_that_mha_lib_raises_goes_through_the_catalogue():
+    """``raise ValueError("...")`` or ``raise ValueError(f"...")`` would stay English in the Chinese edition; the
+    message must be ``_("... {field} ...").format(field=...)`` (or an argument name such as ``"mha"``)."""
+    unmarked = []
+    for path in sorted((ROOT / "mha_lib").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and message_arguments(node.exc):
+                unmarked.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not unmarked, f"raise with an English literal, not _(...): {unmarked}"
+
+
+def test_the_catalogue_check_catches_an_unmarked_raise(tmp_path):
+    """The check above can fail: a literal and an f-string message are both found, a marked one is not."""
+    source = 'raise ValueError(f"x must be positive, got {x}")\nraise TypeError(_("x must be {kind}").format(kind=k))'
+    first, second = [node.exc for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Raise)]
+    assert message_arguments(first) and not message_arguments(second)
+    assert message_arguments(ast.parse('raise KeyError("no such head")').body[0].exc)
+    assert message_arguments(ast.parse('raise ValueError(f"got {n} sizes: " + ", ".join(names))').body[0].exc)
+    assert not message_arguments(ast.parse('raise _FieldError(f"{field}.{name}", _("is missing"))').body[0].exc)

@@ -138,7 +138,7 @@ def test_cache_rejects_wrong_shapes_and_overflow():
         cache.append(torch.zeros(2, 2, 4, 4), torch.zeros(2, 2, 4, 4))
     with pytest.raises(ValueError, match="head_dim must be a positive int"):
         KVCache(2, 2, 0, 3)
-    with pytest.raises(TypeError, match="layer must be a mha_lib.GroupedQueryAttention"):
+    with pytest.raises(TypeError, match="layer must be an mha_lib.GroupedQueryAttention"):
         attend_with_cache(torch.nn.Linear(2, 2), torch.zeros(1, 1, 2), cache)
     with pytest.raises(ValueError, match="num_new_tokens must be a positive int"):
         generate(layer(2), torch.zeros(1, 2, 24, dtype=torch.float64), 0)

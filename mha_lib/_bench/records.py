@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 
 import torch
 
+from .._validation import wrong_type
+from ..i18n import _
 from .timing import cpu_caches, threads_text
 
 __all__ = [
@@ -107,9 +109,10 @@ class DeviceRun:
 
     def check(self) -> None:
         if self.device not in DEVICES:
-            raise _FieldError("device", f"must be one of {DEVICES}, got {self.device!r}")
+            template = _("must be one of {devices}, got {device!r}")
+            raise _FieldError("device", template.format(devices=DEVICES, device=self.device))
         if self.threads < 1:
-            raise _FieldError("threads", f"must be a positive integer, got {self.threads}")
+            raise _FieldError("threads", _("must be a positive integer, got {threads}").format(threads=self.threads))
 
 
 @dataclass
@@ -131,13 +134,14 @@ class BenchResult:
 
     def check(self) -> None:
         if self.schema != SCHEMA:
-            raise _FieldError("schema", f"must be {SCHEMA!r}, got {self.schema!r}")
+            template = _("must be {expected!r}, got {schema!r}")
+            raise _FieldError("schema", template.format(expected=SCHEMA, schema=self.schema))
         try:
             datetime.date.fromisoformat(self.date)
         except ValueError:
-            raise _FieldError("date", f"must be YYYY-MM-DD, got {self.date!r}") from None
+            raise _FieldError("date", _("must be YYYY-MM-DD, got {date!r}").format(date=self.date)) from None
         if not self.runs:
-            raise _FieldError("runs", "must hold at least one run, got an empty list")
+            raise _FieldError("runs", _("must hold at least one run, got an empty list"))
 
     @classmethod
     def from_dict(cls, data: object, source: str = "result") -> BenchResult:
@@ -146,7 +150,7 @@ class BenchResult:
             return _build(cls, data)
         except _FieldError as error:
             where = f"{source}: {error.field}" if error.field else source
-            raise ValueError(f"{where} {error.problem}") from None
+            raise ValueError(_("{where} {problem}").format(where=where, problem=error.problem)) from None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -173,14 +177,14 @@ class _FieldError(Exception):
 def _build(cls: type[Record], data: object) -> Record:
     """``cls(**data)`` with every field converted to its annotated type, then ``check()``."""
     if not isinstance(data, dict):
-        raise _FieldError("", f"must be an object, got {_describe(data)}")
+        raise _FieldError("", _("must be an object, got {got}").format(got=_describe(data)))
     hints = typing.get_type_hints(cls)
     values = {}
     for field in dataclasses.fields(cls):
         if field.name not in data and field.default is not dataclasses.MISSING:
             continue  # a field added later: older files go without it
         if field.name not in data:
-            raise _FieldError(field.name, "is missing")
+            raise _FieldError(field.name, _("is missing"))
         try:
             values[field.name] = _convert(hints[field.name], data[field.name])
         except _FieldError as error:
@@ -202,7 +206,7 @@ def _convert(kind: Any, value: object) -> Any:
         return _build(kind, value)
     if origin is list:
         if not isinstance(value, list):
-            raise _FieldError("", f"must be a list, got {_describe(value)}")
+            raise _FieldError("", _("must be a list, got {got}").format(got=_describe(value)))
         items = []
         for i, item in enumerate(value):
             try:
@@ -212,7 +216,7 @@ def _convert(kind: Any, value: object) -> Any:
         return items
     if origin is dict:
         if not isinstance(value, dict):
-            raise _FieldError("", f"must be an object, got {_describe(value)}")
+            raise _FieldError("", _("must be an object, got {got}").format(got=_describe(value)))
         converted = {}
         for key, item in value.items():
             try:
@@ -222,11 +226,11 @@ def _convert(kind: Any, value: object) -> Any:
         return converted
     if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
         if not math.isfinite(value):
-            raise _FieldError("", f"must be a finite number, got {value!r}")
+            raise _FieldError("", _("must be a finite number, got {value!r}").format(value=value))
         return float(value)
     if isinstance(value, kind) and not isinstance(value, bool):
         return value
-    raise _FieldError("", f"must be {kind.__name__}, got {_describe(value)}")
+    raise _FieldError("", _("must be {kind}, got {got}").format(kind=kind.__name__, got=_describe(value)))
 
 
 def _describe(value: object) -> str:
@@ -235,24 +239,27 @@ def _describe(value: object) -> str:
 
 def _check_sizes(sizes: list[int], name: str) -> None:
     if not sizes or min(sizes) < 1:
-        raise _FieldError(name, f"must list positive integers, got {sizes!r}")
+        raise _FieldError(name, _("must list positive integers, got {sizes!r}").format(sizes=sizes))
 
 
 def _check_lists(record: object, names: Sequence[str], length: int) -> None:
     for name in names:
         values = getattr(record, name)
         if len(values) != length or min(values) <= 0:
-            raise _FieldError(name, f"must hold {length} positive numbers (one per size), got {values!r:.80}")
+            template = _("must hold {length} positive numbers (one per size), got {values!r:.80}")
+            raise _FieldError(name, template.format(length=length, values=values))
 
 
 def _check_medians(table: dict[str, list], names: Sequence[str], length: int, field: str = "median_s") -> None:
     for name in names:
         values = table.get(name)
         if values is None:
-            raise _FieldError(f"{field}.{name}", "is missing")
+            raise _FieldError(f"{field}.{name}", _("is missing"))
         if len(values) != length or min(values) <= 0:
-            raise _FieldError(f"{field}.{name}", f"must hold {length} positive numbers (one per size), "
-                                                 f"got {len(values)} values, smallest {min(values, default=None)}")
+            template = _("must hold {length} positive numbers (one per "
+                         "size), got {num_values} values, smallest {smallest}")
+            raise _FieldError(f"{field}.{name}", template.format(length=length, num_values=len(values),
+                                                                 smallest=min(values, default=None)))
 
 
 # ---------------------------------------------------------------- files
@@ -291,7 +298,7 @@ def save_result(result: BenchResult, directory: str | Path | None = None) -> Pat
     ``directory`` defaults to the package's results folder (:func:`results_directory`).
     """
     if not isinstance(result, BenchResult):
-        raise TypeError(f"result must be a BenchResult, got {type(result).__name__}")
+        raise wrong_type("result", _("a BenchResult"), result)
     devices = [run.device for run in result.runs]
     fastest = next((d for d in ("cuda", "mps") if d in devices), devices[0])
     directory = results_directory() if directory is None else Path(directory)
@@ -307,7 +314,7 @@ def load_result(path: str | Path) -> BenchResult:
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path.name} is not valid JSON: {error}") from None
+        raise ValueError(_("{file} is not valid JSON: {error}").format(file=path.name, error=error)) from None
     return BenchResult.from_dict(data, path.name)
 
 

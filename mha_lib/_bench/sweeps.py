@@ -22,6 +22,7 @@ from .._validation import require_heads_divide, require_positive_int
 from ..chapters.anatomy import score_bytes
 from ..chapters.batching import IMPLEMENTATIONS, attention_flops, peak_flops
 from ..functional import dot_product_attention, transpose_qkv
+from ..i18n import _
 from ..utils import cpu_threads
 from .records import BatchSweepRecord, DeviceRun, LengthSweepRecord
 from .timing import device_name, median_time, paired_speedups, resolve_threads, synchronize
@@ -182,7 +183,7 @@ def measure_device(device: torch.device | str, batch_sweep: BatchSweep = BatchSw
 
 def _check_sweep(sizes: Sequence[int], name: str, num_hiddens: int, num_heads: int) -> None:
     if not sizes:
-        raise ValueError(f"{name} must list at least one size, got {sizes!r}")
+        raise ValueError(_("{name} must list at least one size, got {sizes!r}").format(name=name, sizes=sizes))
     for size in sizes:
         require_positive_int(name, size)
     require_positive_int("num_hiddens", num_hiddens)

@@ -16,6 +16,7 @@ import torch
 from torch.utils import benchmark
 
 from .._validation import require_positive_int
+from ..i18n import _, tr
 from ..utils import cpu_threads
 
 __all__ = ["available_devices", "cpu_caches", "device_name", "machine_summary", "median_time", "page_faults_per_call",
@@ -47,7 +48,7 @@ def device_name(device: torch.device | str) -> str:
         except OSError:
             pass
         return platform.processor() or platform.machine() or "unknown CPU"
-    raise ValueError(f"device must be a cpu, cuda or mps device, got {device}")
+    raise ValueError(_("device must be a cpu, cuda or mps device, got {device}").format(device=device))
 
 
 def cpu_caches() -> dict[str, str]:
@@ -114,7 +115,8 @@ def median_time(fn: Callable[[], object], device: torch.device | str, min_run_ti
     """
     device = torch.device(device)
     if not min_run_time > 0:
-        raise ValueError(f"min_run_time must be a positive number of seconds, got {min_run_time!r}")
+        template = tr("min_run_time must be a positive number of seconds, got {min_run_time!r}")
+        raise ValueError(template.format(min_run_time=min_run_time))
     threads = resolve_threads(num_threads)
     fn = _synchronized(fn, device)
     with cpu_threads(threads):

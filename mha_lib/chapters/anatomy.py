@@ -12,7 +12,7 @@ import torch
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
-from .._validation import require_heads_divide, require_positive_int
+from .._validation import require_heads_divide, require_positive_int, wrong_type
 from ..i18n import N_, _
 from ..modules import MultiHeadAttention
 from .tables import format_table
@@ -107,7 +107,7 @@ def trace_multi_head_attention(
         - last row's tensor: ``(batch_size, num_queries, num_hiddens)``
     """
     if not isinstance(mha, MultiHeadAttention):
-        raise TypeError(f"mha must be an mha_lib.MultiHeadAttention, got {type(mha).__name__}")
+        raise wrong_type("mha", _("an mha_lib.MultiHeadAttention"), mha)
     rows = [("input", name, X) for name, X in (("queries", queries), ("keys", keys), ("values", values))]
     watcher = _Watcher(rows)
 
@@ -137,8 +137,8 @@ def format_trace(rows: list[TraceRow]) -> str:
     """Lay out a trace from :func:`trace_multi_head_attention` as a table of step, operation and shape."""
     for number, row in enumerate(rows):
         if not isinstance(row, TraceRow):
-            raise TypeError(f"rows must be TraceRows from trace_multi_head_attention, row {number} is a "
-                            f"{type(row).__name__}")
+            template = _("rows must be TraceRows from trace_multi_head_attention, row {number} is a {type_name}")
+            raise TypeError(template.format(number=number, type_name=type(row).__name__))
     return format_table([(localized_step(row.step), _(row.operation), row.shape) for row in rows],
                         [N_("step"), N_("operation"), N_("shape")])
 
@@ -152,7 +152,7 @@ def localized_step(step: str) -> str:
 def count_parameters(module: nn.Module) -> int:
     """The number of numbers a module learns: all its weights and biases (works on the "meta" device too)."""
     if not isinstance(module, nn.Module):
-        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+        raise wrong_type("module", _("a torch.nn.Module"), module)
     return sum(parameter.numel() for parameter in module.parameters())
 
 
@@ -192,5 +192,5 @@ def score_bytes(batch_size: int, num_heads: int, num_queries: int, num_kvpairs: 
                         ("num_kvpairs", num_kvpairs)):
         require_positive_int(name, value)
     if not isinstance(dtype, torch.dtype):
-        raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
+        raise wrong_type("dtype", _("a torch.dtype"), dtype)
     return batch_size * num_heads * num_queries * num_kvpairs * dtype.itemsize

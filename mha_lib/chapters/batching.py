@@ -25,9 +25,9 @@ import torch
 from matplotlib.figure import Figure
 from torch import Tensor
 
-from .._validation import require_heads_divide, require_positive_int, require_qkv, require_split_input
+from .._validation import require_heads_divide, require_positive_int, require_qkv, require_split_input, wrong_type
 from ..functional import dot_product_attention, transpose_output, transpose_qkv
-from ..i18n import N_, figure_text
+from ..i18n import N_, _, figure_text
 from .anatomy import mha_flops, score_bytes
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ PEAK_FLOPS: list[tuple[str, float, str]] = [
 def peak_flops(name: str) -> tuple[float, str] | None:
     """The device's peak float32 FLOP/s and its source, or None when the table does not know it."""
     if not isinstance(name, str):
-        raise TypeError(f"name must be a device name (str), got {type(name).__name__}")
+        raise wrong_type("name", _("a device name (str)"), name)
     for pattern, flops, source in PEAK_FLOPS:
         if pattern.lower() in name.lower():
             return flops, source
@@ -209,8 +209,9 @@ def _cpuinfo_clock_hz() -> float | None:
 def speedups(slow: Sequence[float], fast: Sequence[float]) -> list[float]:
     """Element by element ``slow[i] / fast[i]``: how many times faster ``fast`` is at each size."""
     if len(slow) != len(fast) or not slow:
-        raise ValueError(f"slow and fast must hold the same number of timings (at least one), "
-                         f"got {len(slow)} and {len(fast)}")
+        template = _("slow and fast must hold the same number of timings "
+                     "(at least one), got {num_slow} and {num_fast}")
+        raise ValueError(template.format(num_slow=len(slow), num_fast=len(fast)))
     return [a / b for a, b in zip(slow, fast, strict=True)]
 
 
@@ -221,12 +222,12 @@ def gpu_overtakes_at(cpu_run: DeviceRun, gpu_run: DeviceRun, implementation: str
     """
     for name, run in (("cpu_run", cpu_run), ("gpu_run", gpu_run)):
         if not hasattr(run, "batch_sweep"):
-            raise TypeError(f"{name} must be a DeviceRun (mha_lib._bench.records), got {type(run).__name__}")
+            raise wrong_type(name, _("a DeviceRun (mha_lib._bench.records)"), run)
     cpu = dict(zip(cpu_run.batch_sweep.batch_sizes, cpu_run.batch_sweep.median_s[implementation], strict=True))
     gpu = dict(zip(gpu_run.batch_sweep.batch_sizes, gpu_run.batch_sweep.median_s[implementation], strict=True))
     common = sorted(set(cpu) & set(gpu))
     if not common:
-        raise ValueError("cpu_run and gpu_run share no batch size, so they cannot be compared")
+        raise ValueError(_("cpu_run and gpu_run share no batch size, so they cannot be compared"))
     overtakes = None
     for batch_size in reversed(common):
         if gpu[batch_size] >= cpu[batch_size]:
@@ -370,7 +371,7 @@ def plot_length_sweep(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]
                                        name=figure_text(_LABELS[name]), who=who), **style)
     all_runs = [run for _, _, runs in groups for run in runs]
     if not all_runs:
-        raise ValueError("live and recorded hold no run to draw")
+        raise ValueError(_("live and recorded hold no run to draw"))
     sizes = sorted({n for run in all_runs for n in run.length_sweep.seq_lens})
     first = all_runs[0].length_sweep
     exact = [score_bytes(first.batch_size, first.num_heads, n, n) / 2**20 for n in sizes]

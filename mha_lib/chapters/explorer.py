@@ -31,7 +31,7 @@ from PIL import Image
 from torch import Tensor
 
 from .. import _validation
-from .._validation import require_bool_mask, require_heads_divide, require_positive_int
+from .._validation import require_bool_mask, require_heads_divide, require_positive_int, wrong_type
 from ..i18n import N_, _, figure_text
 from ..masks import attention_mask
 from ..modules import MultiHeadAttention
@@ -182,11 +182,12 @@ class ExplorerConfig:
         require_heads_divide(self.num_hiddens, self.num_heads)
         valid_len = self.valid_len
         if isinstance(valid_len, bool) or not isinstance(valid_len, int) or not 0 <= valid_len <= self.num_kvpairs:
-            raise ValueError(f"valid_len must be an int in [0, num_kvpairs={self.num_kvpairs}], got {valid_len!r}")
+            template = _("valid_len must be an int in [0, num_kvpairs={num_kvpairs}], got {valid_len!r}")
+            raise ValueError(template.format(num_kvpairs=self.num_kvpairs, valid_len=valid_len))
         if not isinstance(self.causal, bool):
-            raise TypeError(f"causal must be True or False, got {self.causal!r}")
+            raise TypeError(_("causal must be True or False, got {causal!r}").format(causal=self.causal))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be an int >= 0, got {self.seed!r}")
+            raise ValueError(_("seed must be an int >= 0, got {seed!r}").format(seed=self.seed))
 
 
 @dataclass(frozen=True)
@@ -220,7 +221,7 @@ def sequence_inputs(index: int, num_tokens: int, num_hiddens: int, stream: int, 
     """
     for name, value in (("index", index), ("stream", stream), ("seed", seed)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+            raise ValueError(_("{name} must be an int >= 0, got {value!r}").format(name=name, value=value))
     require_positive_int("num_tokens", num_tokens)
     require_positive_int("num_hiddens", num_hiddens)
     return _sequence_inputs(index, num_tokens, num_hiddens, stream, seed)
@@ -280,8 +281,8 @@ def trace_html(rows: Sequence[TraceRow]) -> str:
     """The trace as an HTML ``<table>``: a header row in ``<thead>``, then one ``<tr>`` per step."""
     for number, row in enumerate(rows):
         if not isinstance(row, TraceRow):
-            raise TypeError(f"rows must be TraceRows from trace_multi_head_attention, row {number} is a "
-                            f"{type(row).__name__}")
+            template = _("rows must be TraceRows from trace_multi_head_attention, row {number} is a {type_name}")
+            raise TypeError(template.format(number=number, type_name=type(row).__name__))
     cell = "padding:1px 10px 1px 0;text-align:left"
     body = []
     for row in rows:
@@ -323,7 +324,8 @@ def weight_colours(weights: Tensor, may_attend: Tensor | None = None, cmap: str 
     """
     if not isinstance(weights, Tensor) or weights.dim() != 3:
         got = tuple(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__
-        raise ValueError(f"weights must be a 3-D tensor (num_heads, num_queries, num_kvpairs), got {got}")
+        template = _("weights must be a 3-D tensor (num_heads, num_queries, num_kvpairs), got {got}")
+        raise ValueError(template.format(got=got))
     if may_attend is not None:
         require_bool_mask("may_attend", may_attend, tuple(weights.shape), "(num_heads, num_queries, num_kvpairs)")
     values = weights.detach().to("cpu", torch.float32).clamp(0, 1).numpy()
@@ -551,7 +553,8 @@ def score_samples(d: int, num_samples: int = 2000, seed: int = 0) -> tuple[Tenso
 def _index_of(d: int, dims: Tensor, name: str) -> int:
     matches = (dims == d).nonzero()
     if len(matches) == 0:
-        raise ValueError(f"d={d!r} was not measured in {name}, whose dims are {dims.tolist()}")
+        template = _("d={d!r} was not measured in {name}, whose dims are {dims}")
+        raise ValueError(template.format(d=d, name=name, dims=dims.tolist()))
     return int(matches[0, 0])
 
 
@@ -636,7 +639,7 @@ def figure_to_svg(fig: Figure) -> str:
 def scaling_explorer(d: int = 64, dims: Sequence[int] = SCALING_DIMS) -> widgets.VBox:
     """A ``d`` slider over ``dims`` for the sqrt(d) question: score histograms, softmax of a row and the numbers."""
     if d not in dims:
-        raise ValueError(f"d must be one of dims={list(dims)}, got {d!r}")
+        raise ValueError(_("d must be one of dims={dims}, got {d!r}").format(dims=list(dims), d=d))
     variance = measure_score_variance(list(dims), num_samples=2000)
     saturation = measure_softmax_saturation(list(dims))
     slider = widgets.SelectionSlider(options=list(dims), value=d, description="d", continuous_update=False,
@@ -663,4 +666,4 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 def _check_type(name: str, value: object, kind: type) -> None:
     if not isinstance(value, kind):
-        raise TypeError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+        raise wrong_type(name, _("a {kind}").format(kind=kind.__name__), value)

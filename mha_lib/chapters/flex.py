@@ -35,7 +35,8 @@ def document_offsets_mask_mod(lengths: list[int], inner: MaskMod) -> MaskMod:
     positions ``q_idx - start`` and ``kv_idx - start``, as if each document stood alone.
     """
     if not isinstance(lengths, (list, tuple)) or not lengths:
-        raise TypeError(f"lengths must be a non-empty list of document lengths, got {lengths!r}")
+        template = _("lengths must be a non-empty list of document lengths, got {lengths!r}")
+        raise TypeError(template.format(lengths=lengths))
     lengths = [require_positive_int("lengths[i]", length) for length in lengths]
     document = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))  # (sequence,)
     starts = torch.tensor([0, *lengths[:-1]]).cumsum(0)  # (num_documents,) each document's first position
@@ -56,8 +57,8 @@ def neighborhood_mask_mod(height: int, width: int, kernel_size: int) -> MaskMod:
     height, width = require_positive_int("height", height), require_positive_int("width", width)
     kernel_size = require_positive_int("kernel_size", kernel_size)
     if kernel_size % 2 == 0 or kernel_size > min(height, width):
-        raise ValueError(f"kernel_size must be odd and at most min(height, width) = {min(height, width)}, "
-                         f"got {kernel_size}")
+        template = _("kernel_size must be odd and at most min(height, width) = {smallest_side}, got {kernel_size}")
+        raise ValueError(template.format(smallest_side=min(height, width), kernel_size=kernel_size))
     radius = kernel_size // 2
 
     def neighborhood(b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor) -> torch.Tensor:
@@ -126,12 +127,13 @@ def load_flex_record(path: str | Path | None = None) -> dict[str, Any]:
         folder = Path(str(resources.files("mha_lib._bench") / "results" / "flex"))
         files = sorted(folder.glob("*.json"))
         if not files:
-            raise FileNotFoundError(f"no recording in {folder.name}/: run python benchmarks/bench_flex.py --record")
+            template = _("no recording in {folder}/: run python benchmarks/bench_flex.py --record")
+            raise FileNotFoundError(template.format(folder=folder.name))
         path = files[-1]
     record = json.loads(Path(path).read_text())
     for key in ("device_name", "machine", "torch", "date", "rows", "compile_s", "compile_fresh_s"):
         if key not in record:
-            raise ValueError(f"the recording {Path(path).name} lacks the field {key!r}")
+            raise ValueError(_("the recording {file} lacks the field {key!r}").format(file=Path(path).name, key=key))
     return record
 
 

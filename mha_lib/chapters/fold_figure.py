@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from torch import Tensor
 
-from ..i18n import figure_text
+from ..i18n import _, figure_text
 
 __all__ = ["draw_fold_steps", "fold_steps"]
 
@@ -28,9 +28,10 @@ def fold_steps(X: Tensor, num_heads: int) -> list[tuple[str, Tensor]]:
     """
     if not isinstance(X, Tensor) or X.dim() != 3:
         got = tuple(X.shape) if isinstance(X, Tensor) else type(X).__name__
-        raise ValueError(f"X must be a tensor of shape (batch_size, seq_len, num_hiddens), got {got}")
+        raise ValueError(_("X must be a tensor of shape (batch_size, seq_len, num_hiddens), got {got}").format(got=got))
     if type(num_heads) is not int or num_heads < 1 or X.shape[2] % num_heads:
-        raise ValueError(f"num_heads must be a positive divisor of num_hiddens={X.shape[2]}, got {num_heads!r}")
+        template = _("num_heads must be a positive divisor of num_hiddens={num_hiddens}, got {num_heads!r}")
+        raise ValueError(template.format(num_hiddens=X.shape[2], num_heads=num_heads))
     batch_size, seq_len, num_hiddens = X.shape
     split = X.reshape(batch_size, seq_len, num_heads, num_hiddens // num_heads)  # (b, n, h, d/h)
     moved = split.permute(0, 2, 1, 3)  # (b, n, h, d/h) -> (b, h, n, d/h)

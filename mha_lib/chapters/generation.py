@@ -18,9 +18,9 @@ from matplotlib.figure import Figure
 from torch import Tensor, nn
 
 from .._bench.timing import paired_times
-from .._validation import require_positive_int
+from .._validation import require_positive_int, wrong_type
 from ..grouped import GroupedQueryAttention
-from ..i18n import figure_text
+from ..i18n import _, figure_text
 from .kv_cache import KVCache, attend_with_cache
 
 __all__ = ["DecoderBlock", "TinyDecoder", "generate_tokens", "plot_generation_speedups", "time_generation"]
@@ -87,19 +87,22 @@ class TinyDecoder(nn.Module):
 
     def forward(self, tokens: Tensor, caches: Sequence[KVCache] | None = None) -> Tensor:
         if not isinstance(tokens, Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
-            got = f"{tokens.dtype} of shape {tuple(tokens.shape)}" if isinstance(tokens, Tensor) else \
-                type(tokens).__name__
-            raise TypeError(f"tokens must be a 2-D tensor of int64 ids, (batch_size, num_new), got {got}")
+            got = _("{dtype} of shape {shape}").format(dtype=tokens.dtype, shape=tuple(tokens.shape)) \
+                if isinstance(tokens, Tensor) else type(tokens).__name__
+            template = _("tokens must be a 2-D tensor of int64 ids, (batch_size, num_new), got {got}")
+            raise TypeError(template.format(got=got))
         vocab_size = self.token_embedding.num_embeddings
         if tokens.numel() and not 0 <= tokens.min() <= tokens.max() < vocab_size:
-            raise ValueError(f"tokens must be ids in [0, {vocab_size - 1}], got ids from {tokens.min().item()} "
-                             f"to {tokens.max().item()}")
+            template = _("tokens must be ids in [0, {max_id}], got ids from {low} to {high}")
+            raise ValueError(template.format(max_id=vocab_size - 1, low=tokens.min().item(), high=tokens.max().item()))
         if caches is not None and len(caches) != len(self.blocks):
-            raise ValueError(f"caches must hold one cache per block ({len(self.blocks)}), got {len(caches)}")
+            template = _("caches must hold one cache per block ({num_blocks}), got {num_caches}")
+            raise ValueError(template.format(num_blocks=len(self.blocks), num_caches=len(caches)))
         start = 0 if caches is None else caches[0].seen  # the position of the first new token
         end = start + tokens.shape[1]
         if end > self.max_len:
-            raise ValueError(f"the decoder has positions for max_len={self.max_len} tokens, got {end}")
+            template = _("the decoder has positions for max_len={max_len} tokens, got {end}")
+            raise ValueError(template.format(max_len=self.max_len, end=end))
         positions = torch.arange(start, end, device=tokens.device)
         x = self.token_embedding(tokens) + self.position_embedding(positions)  # -> (batch, new, num_hiddens)
         for i, block in enumerate(self.blocks):
@@ -118,7 +121,7 @@ def generate_tokens(model: TinyDecoder, prompt: Tensor, num_new_tokens: int, *, 
         - output: ``(batch_size, prompt_len + num_new_tokens)``
     """
     if not isinstance(model, TinyDecoder):
-        raise TypeError(f"model must be a TinyDecoder, got {type(model).__name__}")
+        raise wrong_type("model", _("a TinyDecoder"), model)
     require_positive_int("num_new_tokens", num_new_tokens)
     tokens = prompt
     caches = model.new_caches(prompt.shape[0], prompt.shape[1] + num_new_tokens) if use_cache else None

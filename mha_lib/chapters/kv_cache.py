@@ -19,7 +19,7 @@ import torch
 from matplotlib.figure import Figure
 from torch import Tensor, nn
 
-from .._validation import require_features, require_layer_dtype, require_positive_int, require_tensor
+from .._validation import require_features, require_layer_dtype, require_positive_int, require_tensor, wrong_type
 from ..functional import dot_product_attention
 from ..grouped import GroupedQueryAttention, kv_head_of, mha_to_gqa
 from ..i18n import _, figure_text
@@ -138,8 +138,9 @@ class KVCache:
         num_new = self._check_new(keys, values)
         past, end = self.length, self.length + num_new
         if end > self._keys.shape[2]:
-            raise ValueError(f"the cache holds at most max_len={self._keys.shape[2]} tokens; it has {past}, "
-                             f"and {num_new} more do not fit")
+            template = _("the cache holds at most max_len={max_len} tokens; "
+                         "it has {past}, and {num_new} more do not fit")
+            raise ValueError(template.format(max_len=self._keys.shape[2], past=past, num_new=num_new))
         self._keys[:, :, past:end] = keys  # writes into the reserved memory
         self._values[:, :, past:end] = values
         self.length = self.seen = end
@@ -154,14 +155,16 @@ class KVCache:
         for name, x in (("keys", keys), ("values", values)):
             require_tensor(name, x, 4, layout)
             if (x.shape[0], x.shape[1], x.shape[3]) != (batch_size, num_kv_heads, head_dim):
-                raise ValueError(
-                    f"{name} must have shape {layout} = ({batch_size}, {num_kv_heads}, num_new, {head_dim}) to "
-                    f"fit this cache, got {tuple(x.shape)}")
+                template = _("{name} must have shape {layout} = ({batch_size}, {num_kv_heads}, "
+                             "num_new, {head_dim}) to fit this cache, got {shape}")
+                raise ValueError(template.format(name=name, layout=layout, batch_size=batch_size,
+                                                 num_kv_heads=num_kv_heads, head_dim=head_dim, shape=tuple(x.shape)))
             if x.dtype != self._keys.dtype:
-                raise TypeError(f"{name} has dtype {x.dtype} but the cache holds {self._keys.dtype}")
+                template = _("{name} has dtype {dtype} but the cache holds {cache_dtype}")
+                raise TypeError(template.format(name=name, dtype=x.dtype, cache_dtype=self._keys.dtype))
         if keys.shape[2] != values.shape[2]:
-            raise ValueError(f"keys and values must hold the same number of new tokens, "
-                             f"got {keys.shape[2]} and {values.shape[2]}")
+            template = _("keys and values must hold the same number of new tokens, got {new_keys} and {new_values}")
+            raise ValueError(template.format(new_keys=keys.shape[2], new_values=values.shape[2]))
         return keys.shape[2]
 
 
@@ -224,9 +227,9 @@ def attend_with_cache(layer: GroupedQueryAttention, x: Tensor, cache: KVCache) -
         - output: ``(batch_size, num_new, num_hiddens)``
     """
     if not isinstance(layer, GroupedQueryAttention):
-        raise TypeError(f"layer must be a mha_lib.GroupedQueryAttention, got {type(layer).__name__}")
+        raise wrong_type("layer", _("an mha_lib.GroupedQueryAttention"), layer)
     if not isinstance(cache, KVCache):
-        raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
+        raise wrong_type("cache", _("a KVCache"), cache)
     require_tensor("x", x, 3, "(batch_size, num_new, query_size)")
     for name in ("W_q", "W_k", "W_v"):
         require_features("x", x, getattr(layer, name).in_features, f"{name}.in_features")
@@ -251,12 +254,13 @@ def generate(layer: GroupedQueryAttention, prompt: Tensor, num_new_tokens: int, 
         - output: ``(batch_size, prompt_len + num_new_tokens, num_hiddens)``
     """
     if not isinstance(layer, GroupedQueryAttention):
-        raise TypeError(f"layer must be a mha_lib.GroupedQueryAttention, got {type(layer).__name__}")
+        raise wrong_type("layer", _("an mha_lib.GroupedQueryAttention"), layer)
     num_hiddens = layer.W_o.out_features
     sizes = (layer.W_q.in_features, layer.W_k.in_features, layer.W_v.in_features)
     if sizes != (num_hiddens,) * 3:
-        raise ValueError(f"generate feeds each output back in, so query_size, key_size and value_size must equal "
-                         f"num_hiddens={num_hiddens}, got {sizes}")
+        template = _("generate feeds each output back in, so query_size, key_size and "
+                     "value_size must equal num_hiddens={num_hiddens}, got {sizes}")
+        raise ValueError(template.format(num_hiddens=num_hiddens, sizes=sizes))
     require_tensor("prompt", prompt, 3, "(batch_size, prompt_len, num_hiddens)")
     require_features("prompt", prompt, num_hiddens, "num_hiddens")
     require_positive_int("num_new_tokens", num_new_tokens)
@@ -389,10 +393,11 @@ def dtype_bytes(dtype: torch.dtype | str) -> int:
     """Bytes per element of ``dtype`` (a torch.dtype or its name, e.g. ``"bfloat16"``)."""
     if isinstance(dtype, str):
         if dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {list(DTYPES)} or a torch.dtype, got {dtype!r}")
+            template = _("dtype must be one of {dtypes} or a torch.dtype, got {dtype!r}")
+            raise ValueError(template.format(dtypes=list(DTYPES), dtype=dtype))
         dtype = DTYPES[dtype]
     if not isinstance(dtype, torch.dtype):
-        raise TypeError(f"dtype must be a torch.dtype or its name, got {type(dtype).__name__}")
+        raise wrong_type("dtype", _("a torch.dtype or its name"), dtype)
     return torch.empty((), dtype=dtype).element_size()
 
 
@@ -413,7 +418,8 @@ def mla_cache_bytes(num_layers: int, kv_lora_rank: int, context_len: int, batch_
                         ("batch_size", batch_size)):
         require_positive_int(name, value)
     if isinstance(rope_head_dim, bool) or not isinstance(rope_head_dim, int) or rope_head_dim < 0:
-        raise ValueError(f"rope_head_dim must be an int >= 0, got {rope_head_dim!r}")
+        template = _("rope_head_dim must be an int >= 0, got {rope_head_dim!r}")
+        raise ValueError(template.format(rope_head_dim=rope_head_dim))
     return num_layers * (kv_lora_rank + rope_head_dim) * context_len * batch_size * dtype_bytes(dtype)
 
 
@@ -422,7 +428,8 @@ def cache_curves(context_lens: Sequence[int], *, num_layers: int, num_heads: int
                  ) -> dict[str, list[int]]:
     """Cache bytes per context length for MHA, GQA (``num_kv_heads``), MQA and MLA (``kv_lora_rank``) of one size."""
     if num_heads % num_kv_heads:
-        raise ValueError(f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads}")
+        template = _("num_kv_heads={num_kv_heads} must divide num_heads={num_heads}")
+        raise ValueError(template.format(num_kv_heads=num_kv_heads, num_heads=num_heads))
     kinds = {"MHA": num_heads, f"GQA ({num_kv_heads} kv heads)": num_kv_heads, "MQA": 1}
     curves = {name: [kv_cache_bytes(num_layers, kv, head_dim, n, batch_size, dtype) for n in context_lens]
               for name, kv in kinds.items()}

@@ -27,7 +27,8 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure, SubFigure
 from torch import Tensor
 
-from ..i18n import figure_text
+from .._validation import wrong_type
+from ..i18n import figure_text, tr
 
 __all__ = ["MAX_CELLS", "draw_memory", "draw_side_by_side", "draw_tensor", "permuted_axis_names"]
 
@@ -69,14 +70,16 @@ def draw_side_by_side(
         - tensors[i]: 1-D to 4-D, at most ``MAX_CELLS`` elements each
     """
     if isinstance(tensors, Tensor) or not isinstance(tensors, Sequence) or len(tensors) == 0:
-        raise ValueError(f"tensors must be a non-empty list of tensors, got {_describe(tensors)}")
+        raise ValueError(tr("tensors must be a non-empty list of tensors, got {got}").format(got=_describe(tensors)))
     tensors = [_whole_numbers(f"tensors[{i}]", X) for i, X in enumerate(tensors)]
     if isinstance(titles, str) or len(titles) != len(tensors):
-        raise ValueError(f"titles must give one title per tensor ({len(tensors)}), got {titles!r}")
+        template = tr("titles must give one title per tensor ({num_tensors}), got {titles!r}")
+        raise ValueError(template.format(num_tensors=len(tensors), titles=titles))
     if names is None:
         names = [None] * len(tensors)
     if isinstance(names, str) or len(names) != len(tensors):
-        raise ValueError(f"names must give the axis names of each of the {len(tensors)} tensors, got {names!r}")
+        template = tr("names must give the axis names of each of the {num_tensors} tensors, got {names!r}")
+        raise ValueError(template.format(num_tensors=len(tensors), names=names))
     names = [_axis_names(f"names[{i}]", n, X.dim()) for i, (n, X) in enumerate(zip(names, tensors, strict=True))]
 
     # Sizes in inches are a * cell + b; pick the largest cell (up to _CELL) for which the figure fits.
@@ -112,13 +115,12 @@ def draw_memory(X: Tensor, title: str, name: str = "X", *, cmap: str = "viridis"
         - X: any shape; its whole storage may hold at most ``MAX_CELLS`` elements
     """
     if not isinstance(X, Tensor):
-        raise TypeError(f"X must be a torch.Tensor, got {type(X).__name__}")
+        raise wrong_type("X", tr("a torch.Tensor"), X)
     storage = X.new_empty(0).set_(X.untyped_storage())  # the whole storage as a 1-D tensor of X's dtype
     if storage.numel() > MAX_CELLS:
-        raise ValueError(
-            f"the storage behind X holds {storage.numel()} elements, too many to draw; "
-            f"at most MAX_CELLS={MAX_CELLS} fit"
-        )
+        template = tr("the storage behind X holds {numel} elements, too "
+                      "many to draw; at most MAX_CELLS={max_cells} fit")
+        raise ValueError(template.format(numel=storage.numel(), max_cells=MAX_CELLS))
     storage = _whole_numbers("X's storage", storage, rank_limit=False)
     elements = _whole_numbers("X", X, rank_limit=False).flatten()  # row-major order
     # Storage position of element (i, j, ...) = offset + i * stride[0] + j * stride[1] + ...
@@ -237,24 +239,24 @@ def _grid_size(X: Tensor) -> tuple[float, float, float, float]:
 def _whole_numbers(name: str, X: object, rank_limit: bool = True) -> Tensor:
     """Check that ``X`` is a drawable tensor of whole numbers; return it as a CPU int64 tensor."""
     if not isinstance(X, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(X).__name__}")
+        raise wrong_type(name, tr("a torch.Tensor"), X)
     if X.dtype == torch.bool or X.dtype.is_complex:
-        raise TypeError(f"{name} must hold whole numbers (an integer or floating-point dtype), got dtype {X.dtype}")
+        template = tr("{name} must hold whole numbers (an integer or floating-point dtype), got dtype {dtype}")
+        raise TypeError(template.format(name=name, dtype=X.dtype))
     if rank_limit and not 1 <= X.dim() <= 4:
-        raise ValueError(f"{name} must have 1 to 4 axes to be drawn as grids, got shape {tuple(X.shape)}")
+        template = tr("{name} must have 1 to 4 axes to be drawn as grids, got shape {shape}")
+        raise ValueError(template.format(name=name, shape=tuple(X.shape)))
     if X.numel() == 0 or X.numel() > MAX_CELLS:
-        raise ValueError(
-            f"{name} must have 1 to MAX_CELLS={MAX_CELLS} elements to be drawn readably, "
-            f"got {X.numel()} (shape {tuple(X.shape)})"
-        )
+        template = tr("{name} must have 1 to MAX_CELLS={max_cells} elements "
+                      "to be drawn readably, got {numel} (shape {shape})")
+        raise ValueError(template.format(name=name, max_cells=MAX_CELLS, numel=X.numel(), shape=tuple(X.shape)))
     X = X.detach().cpu()
     if X.dtype.is_floating_point:
         fractional = ~torch.isfinite(X) | (X != X.round())
         if fractional.any():
-            raise ValueError(
-                f"{name} must hold whole numbers, which can be written in a cell, got {X[fractional][0].item()!r}; "
-                f"draw e.g. {name}.round() or (10 * {name}).round() instead"
-            )
+            template = tr("{name} must hold whole numbers, which can be written in a cell, got "
+                          "{value!r}; draw e.g. {name}.round() or (10 * {name}).round() instead")
+            raise ValueError(template.format(name=name, value=X[fractional][0].item()))
     return X.to(torch.int64)
 
 
@@ -263,9 +265,10 @@ def _axis_names(name: str, names: Sequence[str] | None, rank: int) -> list[str]:
     if names is None:
         return permuted_axis_names(range(rank))
     if isinstance(names, str) or len(names) != rank or not all(isinstance(n, str) for n in names):
-        raise ValueError(f"{name} must give one name (a string) per axis, {rank} in all, got {names!r}")
+        template = tr("{name} must give one name (a string) per axis, {rank} in all, got {names!r}")
+        raise ValueError(template.format(name=name, rank=rank, names=names))
     return list(names)
 
 
 def _describe(x: object) -> str:
-    return f"a tensor of shape {tuple(x.shape)}" if isinstance(x, Tensor) else repr(x)
+    return tr("a tensor of shape {shape}").format(shape=tuple(x.shape)) if isinstance(x, Tensor) else repr(x)

@@ -21,8 +21,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 from torch import Tensor
 
-from .._validation import require_positive_int, require_tensor
-from ..i18n import N_, figure_text
+from .._validation import require_positive_int, require_tensor, wrong_type
+from ..i18n import N_, _, figure_text
 
 __all__ = [
     "ScoreVariance",
@@ -89,7 +89,7 @@ def softmax_row_stats(scores: Tensor) -> dict[str, Tensor]:
     """
     require_tensor("scores", scores, None, "(..., num_kvpairs)")
     if scores.dim() == 0:
-        raise ValueError("scores must have at least 1 axis (..., num_kvpairs), got a 0-D tensor")
+        raise ValueError(_("scores must have at least 1 axis (..., num_kvpairs), got a 0-D tensor"))
     # In float64, so that a tiny 1 - p (a nearly one-hot row) is not lost in rounding.
     weights = torch.softmax(scores.double(), dim=-1)
     # (..., kvpairs) -> (..., kvpairs, kvpairs)
@@ -111,7 +111,8 @@ def measure_score_variance(dims: Sequence[int], num_samples: int = 10_000, seed:
     dims = _check_dims(dims)
     require_positive_int("num_samples", num_samples)
     if num_samples < 2:
-        raise ValueError(f"num_samples must be at least 2 to measure a variance, got {num_samples}")
+        template = _("num_samples must be at least 2 to measure a variance, got {num_samples}")
+        raise ValueError(template.format(num_samples=num_samples))
     generator = torch.Generator().manual_seed(seed)
     unscaled, scaled = [], []
     for d in dims:
@@ -140,7 +141,7 @@ def measure_softmax_saturation(
     require_positive_int("num_kvpairs", num_kvpairs)
     require_positive_int("num_rows", num_rows)
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold <= 0:
-        raise ValueError(f"threshold must be a positive number, got {threshold!r}")
+        raise ValueError(_("threshold must be a positive number, got {threshold!r}").format(threshold=threshold))
     generator = torch.Generator().manual_seed(seed)
     rows: dict[str, list[dict[str, Tensor]]] = {"unscaled": [], "scaled": []}
     for d in dims:
@@ -233,16 +234,16 @@ def plot_softmax_gradients(result: SoftmaxSaturation, figsize: tuple[float, floa
 
 def _check_dims(dims: object) -> list[int]:
     if isinstance(dims, (str, bytes)) or not isinstance(dims, Sequence) or len(dims) == 0:
-        raise ValueError(f"dims must be a non-empty sequence of positive ints, got {dims!r}")
+        raise ValueError(_("dims must be a non-empty sequence of positive ints, got {dims!r}").format(dims=dims))
     for d in dims:
         if isinstance(d, bool) or not isinstance(d, int) or d < 1:
-            raise ValueError(f"dims must hold positive ints, got {d!r} in {list(dims)}")
+            raise ValueError(_("dims must hold positive ints, got {d!r} in {dims}").format(d=d, dims=list(dims)))
     return list(dims)
 
 
 def _check_result(name: str, result: object, kind: type) -> None:
     if not isinstance(result, kind):
-        raise TypeError(f"{name} must be a {kind.__name__} (from measure_...), got {type(result).__name__}")
+        raise wrong_type(name, _("a {kind} (from measure_...)").format(kind=kind.__name__), result)
 
 
 def _log2_axis(ax: Axes, dims: Sequence[int]) -> None:

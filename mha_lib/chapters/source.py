@@ -11,6 +11,9 @@ import inspect
 import types
 from collections.abc import Callable
 
+from .._validation import wrong_type
+from ..i18n import _
+
 __all__ = ["source_with_helpers"]
 
 
@@ -20,7 +23,7 @@ def source_with_helpers(function: Callable) -> str:
     Functions imported from other modules (argument checks, for one) are named in the code but not printed.
     """
     if not isinstance(function, types.FunctionType):
-        raise TypeError(f"function must be a Python function, got {type(function).__name__}")
+        raise wrong_type("function", _("a Python function"), function)
     seen: list[types.FunctionType] = []
 
     def visit(fn: types.FunctionType) -> None:

@@ -48,7 +48,8 @@ def format_table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> st
     cells = [[_(str(h)) for h in headers]] + [[_cell(value) for value in row] for row in rows]
     for number, row in enumerate(cells[1:], start=1):
         if len(row) != len(headers):
-            raise ValueError(f"row {number} has {len(row)} cells but there are {len(headers)} headers: {row}")
+            template = _("row {number} has {num_cells} cells but there are {num_headers} headers: {row}")
+            raise ValueError(template.format(number=number, num_cells=len(row), num_headers=len(headers), row=row))
     widths = [max(display_width(row[i]) for row in cells) for i in range(len(headers))]
     lines = ["  ".join(cell + " " * (width - display_width(cell)) for cell, width in zip(row, widths, strict=True))
              .rstrip() for row in cells]
@@ -64,7 +65,7 @@ def tenth(value: float) -> str:
     and 0.246 read 0.24 and 0.25; both lie in the same tenth. Its edges, 0.2 and 0.3, are far from either.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise ValueError(f"value must be a number in [0, 1], got {value!r}")
+        raise ValueError(_("value must be a number in [0, 1], got {value!r}").format(value=value))
     low = min(math.floor(value * 10), 9)
     return f"{low / 10:.1f}-{(low + 1) / 10:.1f}"
 

@@ -28,8 +28,8 @@ from torch import Tensor
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
-from .._validation import require_bool, require_bool_mask, require_qk_features, require_qkv, require_tensor
-from ..i18n import N_, figure_text
+from .._validation import require_bool, require_bool_mask, require_qk_features, require_qkv, require_tensor, wrong_type
+from ..i18n import N_, _, figure_text, tr
 
 __all__ = [
     "SoftmaxStep",
@@ -62,7 +62,7 @@ def online_softmax(x: Tensor, tile_size: int = 1) -> Tensor:
     """
     require_tensor("x", x, None, "(..., n)")
     if x.dim() == 0:
-        raise ValueError("x must have at least one axis (..., n), got a 0-D tensor")
+        raise ValueError(_("x must have at least one axis (..., n), got a 0-D tensor"))
     tile_size = _require_tile_size(tile_size)
     running_max = x.new_full(x.shape[:-1], -math.inf)  # (...,) the largest entry seen so far
     running_sum = x.new_zeros(x.shape[:-1])  # (...,) the sum of exp(entry - running_max) so far
@@ -132,7 +132,7 @@ def tiled_attention(
     require_qk_features(queries, keys)
     tile_size = _require_tile_size(tile_size)
     if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False, got {causal!r}")
+        raise TypeError(tr("causal must be True or False, got {causal!r}").format(causal=causal))
     *lead, num_queries, d = queries.shape
     num_kvpairs = values.shape[-2]
     if mask is not None:
@@ -343,7 +343,7 @@ def measure_peak_bytes(fn: Callable[..., Tensor], *args: object, **kwargs: objec
     uses only inside C++ (e.g. inside ``F.scaled_dot_product_attention``) are not seen.
     """
     if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+        raise wrong_type("fn", _("callable"), fn)
     given = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
     counter = _LiveBytes({a.untyped_storage().data_ptr() for a in given})
     with counter:
@@ -465,8 +465,8 @@ def plot_tiles(num_queries: int, num_kvpairs: int, tile_size: int, step: int, *,
         _require_positive(name, value)
     total = num_tiles(num_kvpairs, tile_size, num_queries=num_queries, causal=causal)
     if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < total:
-        raise ValueError(f"step must be an int in [0, {total - 1}] (there are {total} tiles to compute), "
-                         f"got {step!r}")
+        template = _("step must be an int in [0, {last}] (there are {total} tiles to compute), got {step!r}")
+        raise ValueError(template.format(last=total - 1, total=total, step=step))
     colours = {"done": "#d9d9d9", "now": "#f28e2b", "later": "white", "skipped": "#6b6b6b"}
     fig = Figure(figsize=(12, 4.6), layout="constrained")
     grid_ax, state_ax = fig.subplots(1, 2, width_ratios=[3, 2])
@@ -528,20 +528,22 @@ def _finite(new_max: Tensor) -> Tensor:
 
 
 def _require_tile_size(tile_size: object, name: str = "tile_size") -> int:
-    what = "queries per block" if name == "query_tile" else "key-value pairs per tile"
+    what = _("queries per block") if name == "query_tile" else _("key-value pairs per tile")
     if isinstance(tile_size, bool) or not isinstance(tile_size, int):
-        raise TypeError(f"{name} must be an int ({what}), got {type(tile_size).__name__} {tile_size!r}")
+        template = _("{name} must be an int ({what}), got {type_name} {tile_size!r}")
+        raise TypeError(template.format(name=name, what=what, type_name=type(tile_size).__name__, tile_size=tile_size))
     if tile_size < 1:
-        raise ValueError(f"{name} must be at least 1 ({what}), got {tile_size}")
+        template = _("{name} must be at least 1 ({what}), got {tile_size}")
+        raise ValueError(template.format(name=name, what=what, tile_size=tile_size))
     return tile_size
 
 
 def _require_positive(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
+        raise ValueError(_("{name} must be a positive int, got {value!r}").format(name=name, value=value))
 
 
 def _itemsize(dtype: object) -> int:
     if not isinstance(dtype, torch.dtype):
-        raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
+        raise wrong_type("dtype", _("a torch.dtype"), dtype)
     return dtype.itemsize

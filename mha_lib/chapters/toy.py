@@ -26,8 +26,8 @@ import torch.nn.functional as F
 from matplotlib.figure import Figure
 from torch import Tensor, nn
 
-from .._validation import require_positive_int
-from ..i18n import N_, _, figure_text
+from .._validation import require_positive_int, wrong_type
+from ..i18n import N_, _, figure_text, tr
 from ..modules import MultiHeadAttention
 from ..utils import cpu_threads
 
@@ -74,7 +74,8 @@ class TwoLookupTask:
         require_positive_int("seq_len", self.seq_len)
         require_positive_int("offset", self.offset)
         if self.offset >= self.seq_len:
-            raise ValueError(f"offset must be smaller than seq_len={self.seq_len}, got offset={self.offset}")
+            template = _("offset must be smaller than seq_len={seq_len}, got offset={offset}")
+            raise ValueError(template.format(seq_len=self.seq_len, offset=self.offset))
 
     @property
     def num_classes(self) -> int:
@@ -110,21 +111,21 @@ class TwoLookupTask:
         """
         require_positive_int("batch_size", batch_size)
         if not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+            raise wrong_type("generator", _("a torch.Generator"), generator)
         tokens = torch.randint(self.vocab_size, (batch_size, self.seq_len), generator=generator)
         return tokens, self.targets(tokens)
 
     def _check_tokens(self, tokens: object) -> None:
         if not isinstance(tokens, Tensor) or tokens.dtype.is_floating_point or tokens.dtype == torch.bool:
             got = tokens.dtype if isinstance(tokens, Tensor) else type(tokens).__name__
-            raise TypeError(f"tokens must be an integer tensor, got {got}")
+            raise TypeError(_("tokens must be an integer tensor, got {got}").format(got=got))
         if tokens.dim() != 2 or tokens.shape[1] != self.seq_len:
-            raise ValueError(f"tokens must have shape (batch_size, {self.seq_len}), got {tuple(tokens.shape)}")
+            template = _("tokens must have shape (batch_size, {seq_len}), got {shape}")
+            raise ValueError(template.format(seq_len=self.seq_len, shape=tuple(tokens.shape)))
         if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
-            raise ValueError(
-                f"tokens must lie in [0, {self.vocab_size}), got values from {tokens.min().item()} "
-                f"to {tokens.max().item()}"
-            )
+            template = _("tokens must lie in [0, {vocab_size}), got values from {low} to {high}")
+            raise ValueError(template.format(vocab_size=self.vocab_size, low=tokens.min().item(),
+                                             high=tokens.max().item()))
 
 
 class TinyAttentionModel(nn.Module):
@@ -234,9 +235,9 @@ def train(
     for name, value in (("steps", steps), ("batch_size", batch_size), ("eval_every", eval_every)):
         require_positive_int(name, value)
     if not lr > 0:
-        raise ValueError(f"lr must be a positive learning rate, got {lr!r}")
+        raise ValueError(_("lr must be a positive learning rate, got {lr!r}").format(lr=lr))
     if stop_at is not None and not 0 < stop_at <= 1:
-        raise ValueError(f"stop_at must be an accuracy in (0, 1] or None, got {stop_at!r}")
+        raise ValueError(_("stop_at must be an accuracy in (0, 1] or None, got {stop_at!r}").format(stop_at=stop_at))
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     result = TrainResult()
@@ -276,7 +277,7 @@ def print_progress(every: int = 100) -> Callable[[int, float, float], None]:
 def plot_history(results: Mapping[str, TrainResult], figsize: tuple[float, float] = (7.0, 3.0)) -> Figure:
     """Held-out accuracy against training step, one line per labelled :class:`TrainResult`."""
     if not results:
-        raise ValueError("results must map at least one label to a TrainResult, got none")
+        raise ValueError(tr("results must map at least one label to a TrainResult, got none"))
     fig = Figure(figsize=figsize, layout="constrained")
     ax = fig.subplots()
     for label, result in results.items():
@@ -302,11 +303,12 @@ def ablate_heads(mha: MultiHeadAttention, heads: Sequence[int]) -> Iterator[None
     concatenated head outputs is set to zero before ``W_o``. The layer itself is not changed.
     """
     if not isinstance(mha, MultiHeadAttention):
-        raise TypeError(f"mha must be an mha_lib.MultiHeadAttention, got {type(mha).__name__}")
+        raise wrong_type("mha", _("an mha_lib.MultiHeadAttention"), mha)
     heads = list(heads)
     for head in heads:
         if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < mha.num_heads:
-            raise ValueError(f"heads must be head numbers in [0, {mha.num_heads}), got {head!r}")
+            template = _("heads must be head numbers in [0, {num_heads}), got {head!r}")
+            raise ValueError(template.format(num_heads=mha.num_heads, head=head))
     keep = torch.ones(mha.W_o.in_features, dtype=mha.W_o.weight.dtype, device=mha.W_o.weight.device)
     for head in heads:
         keep[head * mha.v_head_dim : (head + 1) * mha.v_head_dim] = 0  # head h owns features h*v_head_dim..
@@ -340,7 +342,7 @@ def plot_ablation(
     ``chance`` (e.g. ``1 / vocab_size``, the accuracy of a guess for one part) is drawn as a dashed line.
     """
     if not rows:
-        raise ValueError("rows must hold at least one (label, Accuracy) row, got none")
+        raise ValueError(_("rows must hold at least one (label, Accuracy) row, got none"))
     fig = Figure(figsize=figsize, layout="constrained")
     ax = fig.subplots()
     width = 0.27
@@ -395,11 +397,14 @@ def principal_cosines(A: Tensor, B: Tensor) -> Tensor:
     for name, M in (("A", A), ("B", B)):
         if not isinstance(M, Tensor) or M.dim() != 2 or not M.dtype.is_floating_point:
             got = tuple(M.shape) if isinstance(M, Tensor) else type(M).__name__
-            raise ValueError(f"{name} must be a 2-D floating-point tensor (dim, k), got {got}")
+            template = _("{name} must be a 2-D floating-point tensor (dim, k), got {got}")
+            raise ValueError(template.format(name=name, got=got))
         if M.shape[1] > M.shape[0]:
-            raise ValueError(f"{name} must have no more columns than rows to span a subspace, got {tuple(M.shape)}")
+            template = _("{name} must have no more columns than rows to span a subspace, got {shape}")
+            raise ValueError(template.format(name=name, shape=tuple(M.shape)))
     if A.shape[0] != B.shape[0]:
-        raise ValueError(f"A and B must live in the same space (same rows), got {tuple(A.shape)} and {tuple(B.shape)}")
+        template = _("A and B must live in the same space (same rows), got {A_shape} and {B_shape}")
+        raise ValueError(template.format(A_shape=tuple(A.shape), B_shape=tuple(B.shape)))
     Q_A, Q_B = torch.linalg.qr(A.double())[0], torch.linalg.qr(B.double())[0]  # (dim, k) orthonormal columns
     return torch.linalg.svdvals(Q_A.T @ Q_B).clamp(max=1.0).to(A.dtype)  # (k_a, dim) @ (dim, k_b) -> (k_a, k_b)
 
@@ -415,9 +420,10 @@ def head_subspace(mha: MultiHeadAttention, role: str, head: int) -> Tensor:
           ``(num_hiddens, v_head_dim)`` for "o"
     """
     if role not in ("q", "k", "v", "o"):
-        raise ValueError(f"role must be one of 'q', 'k', 'v', 'o', got {role!r}")
+        raise ValueError(_("role must be one of 'q', 'k', 'v', 'o', got {role!r}").format(role=role))
     if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < mha.num_heads:
-        raise ValueError(f"head must be a head number in [0, {mha.num_heads}), got {head!r}")
+        template = _("head must be a head number in [0, {num_heads}), got {head!r}")
+        raise ValueError(template.format(num_heads=mha.num_heads, head=head))
     size = mha.v_head_dim if role in ("v", "o") else mha.head_dim  # values may have heads of another width
     rows = slice(head * size, (head + 1) * size)
     if role == "o":
@@ -462,9 +468,11 @@ def random_heads_cosines(dim: int, num_heads: int, head_dim: int, num_draws: int
     for name, value in (("dim", dim), ("num_heads", num_heads), ("head_dim", head_dim), ("num_draws", num_draws)):
         require_positive_int(name, value)
     if num_heads < 2:
-        raise ValueError(f"num_heads must be at least 2 to form a pair of heads, got {num_heads}")
+        template = _("num_heads must be at least 2 to form a pair of heads, got {num_heads}")
+        raise ValueError(template.format(num_heads=num_heads))
     if head_dim > dim:
-        raise ValueError(f"head_dim must be at most dim={dim} for a subspace of dim-space, got head_dim={head_dim}")
+        template = _("head_dim must be at most dim={dim} for a subspace of dim-space, got head_dim={head_dim}")
+        raise ValueError(template.format(dim=dim, head_dim=head_dim))
     gaussian = torch.randn(num_draws, num_heads, dim, head_dim, generator=generator, dtype=torch.float64)
     first, second = torch.triu_indices(num_heads, num_heads, offset=1)  # every pair i < j once
     with cpu_threads(1):
@@ -484,7 +492,7 @@ def plot_steps_to_reach(
     such runs are drawn as crosses on a dashed line above ``limit``.
     """
     if not steps:
-        raise ValueError("steps must map at least one seed to {num_heads: steps}, got none")
+        raise ValueError(_("steps must map at least one seed to {num_heads: steps}, got none"))
     require_positive_int("limit", limit)
     fig = Figure(figsize=figsize, layout="constrained")
     ax = fig.subplots()
@@ -523,7 +531,7 @@ def plot_subspace_cosines(
     The grey bar spans the middle 90% of the random draws, the black tick is their median.
     """
     if not random:
-        raise ValueError("random must map at least one num_heads to its random draws, got none")
+        raise ValueError(_("random must map at least one num_heads to its random draws, got none"))
     fig = Figure(figsize=figsize, layout="constrained")
     axes = fig.subplots(1, len(random), sharey=True, squeeze=False)[0]
     roles = "qkvo"

@@ -105,9 +105,11 @@ def shape_table(steps: Sequence[Step], columns: Sequence[str] = COLUMNS) -> str:
     """Lay out a trace as a plain-text table with the chosen columns: step, code, shape, axes."""
     unknown = [column for column in columns if column not in COLUMNS]
     if unknown or not columns:
-        raise ValueError(f"columns must be chosen from {COLUMNS}, got {tuple(columns)}")
-    cells = [{"step": _(s.name), "code": s.code, "shape": s.shape, "axes": _(s.axes)} for s in steps]
-    return format_table([[row[c] for c in columns] for row in cells], headers=columns)
+        template = _("columns must be chosen from {allowed}, got {columns}")
+        raise ValueError(template.format(allowed=COLUMNS, columns=tuple(columns)))
+    rows = [[{"step": _(s.name), "code": s.code, "shape": s.shape, "axes": _(s.axes)}[c] for c in columns]
+            for s in steps]
+    return format_table(rows, headers=columns)
 
 
 def draw_transpose_qkv(X: Tensor, num_heads: int) -> Figure:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ..i18n import _
 from ..modules import MultiHeadAttention
 
 __all__ = ["LOOK", "NEEDED", "two_place_inputs", "two_place_layer"]
@@ -44,7 +45,8 @@ def two_place_layer(num_heads: int) -> MultiHeadAttention:
     output feature ``i``. Features 0-1 are head 0's and 2-3 head 1's when ``num_heads = 2``.
     """
     if type(num_heads) is not int or num_heads not in (1, 2):
-        raise ValueError(f"num_heads must be 1 or 2 for this example (4 features), got {num_heads!r}")
+        template = _("num_heads must be 1 or 2 for this example (4 features), got {num_heads!r}")
+        raise ValueError(template.format(num_heads=num_heads))
     layer = MultiHeadAttention(4, 4, 4, 4, num_heads).eval()
     with torch.no_grad():
         for linear in (layer.W_q, layer.W_k, layer.W_v, layer.W_o):

@@ -12,7 +12,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Polygon
 from torch import Tensor
 
-from ..i18n import figure_text
+from .._validation import wrong_type
+from ..i18n import _, figure_text
 
 __all__ = ["draw_head_weights", "draw_one_head_bound"]
 
@@ -26,8 +27,10 @@ def draw_head_weights(one_head: Tensor, two_heads: Tensor, figsize: tuple[float,
     """
     one_head, two_heads = _weights("one_head", one_head, 1), _weights("two_heads", two_heads, 2)
     if one_head.shape[-1] != two_heads.shape[-1]:
-        raise ValueError(f"one_head and two_heads must weigh the same positions, got {one_head.shape[-1]} "
-                         f"and {two_heads.shape[-1]}")
+        template = _("one_head and two_heads must weigh the same positions, "
+                     "got {one_head_positions} and {two_heads_positions}")
+        raise ValueError(template.format(one_head_positions=one_head.shape[-1],
+                                         two_heads_positions=two_heads.shape[-1]))
     positions = np.arange(one_head.shape[-1])
     fig = Figure(figsize=figsize, layout="constrained")
     axes = fig.subplots(1, 3, sharey=True)
@@ -63,8 +66,10 @@ def draw_one_head_bound(contents: Tensor, needed: Tensor, reached: Tensor,
     needed = torch.as_tensor(needed, dtype=torch.float64)
     reached = torch.as_tensor(reached, dtype=torch.float64)
     if contents.dim() != 2 or contents.shape[1] != 2 or needed.shape != (4,) or reached.shape != (2,):
-        raise ValueError(f"contents must be (num_kvpairs, 2), needed (4,) and reached (2,), got "
-                         f"{tuple(contents.shape)}, {tuple(needed.shape)} and {tuple(reached.shape)}")
+        template = _("contents must be (num_kvpairs, 2), needed (4,) and reached "
+                     "(2,), got {contents_shape}, {needed_shape} and {reached_shape}")
+        raise ValueError(template.format(contents_shape=tuple(contents.shape), needed_shape=tuple(needed.shape),
+                                         reached_shape=tuple(reached.shape)))
     top = float(contents.abs().max()) * 1.15
     grid = torch.linspace(-0.05 * top, top, 201, dtype=torch.float64)
     a, b = torch.meshgrid(grid, grid, indexing="xy")
@@ -103,8 +108,9 @@ def draw_one_head_bound(contents: Tensor, needed: Tensor, reached: Tensor,
 
 def _weights(name: str, weights: object, rows: int) -> Tensor:
     if not isinstance(weights, Tensor):
-        raise TypeError(f"{name} must be a tensor, got {type(weights).__name__}")
+        raise wrong_type(name, _("a tensor"), weights)
     weights = weights.detach().double().reshape(-1, weights.shape[-1]) if weights.dim() else weights
     if weights.dim() != 2 or weights.shape[0] != rows:
-        raise ValueError(f"{name} must hold {rows} row(s) of attention weights, got shape {tuple(weights.shape)}")
+        template = _("{name} must hold {rows} row(s) of attention weights, got shape {shape}")
+        raise ValueError(template.format(name=name, rows=rows, shape=tuple(weights.shape)))
     return weights
