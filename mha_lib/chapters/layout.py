@@ -158,8 +158,11 @@ def permuted_axis_names(dims: Sequence[int]) -> list[str]:
     ``permuted_axis_names((0, 2, 1))`` (a ``transpose(1, 2)``) names the axes "axis 0", "axis 1 (was 2)",
     "axis 2 (was 1)", in the reader's language.
     """
-    if isinstance(dims, str) or not isinstance(dims, Sequence) or sorted(dims) != list(range(len(dims))):
-        raise ValueError(f"dims must be a permutation of 0, 1, ..., n - 1, as X.permute takes it, got {dims!r}")
+    if isinstance(dims, str) or not isinstance(dims, Sequence):
+        raise wrong_type("dims", tr("a sequence of ints such as (0, 2, 1)"), dims)
+    if sorted(dims) != list(range(len(dims))):
+        template = tr("dims must be a permutation of 0, 1, ..., n - 1, as X.permute takes it, got {dims!r}")
+        raise ValueError(template.format(dims=dims))
     return [figure_text("axis {new}").format(new=new) if old == new
             else figure_text("axis {new} (was {old})").format(new=new, old=old) for new, old in enumerate(dims)]
 
