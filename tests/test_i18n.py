@@ -304,8 +304,9 @@ def test_the_layer_trace_and_the_explorer_speak_chinese():
     english = format_trace(trace_multi_head_attention(layer, x, x, x, torch.tensor([2, 3])))
     set_language("zh_CN")
     chinese = format_trace(trace_multi_head_attention(layer, x, x, x, torch.tensor([2, 3])))
+    assert "softmax(查询 @ 键^T / sqrt(4))" in chinese and "valid_lens -> 掩码" in chinese and "queries" not in chinese
     assert chinese.splitlines()[0].split() == ["步骤", "运算", "形状"]
-    assert "  拆分头" in chinese and "掩码，按头重复" in chinese and "transpose_qkv(queries)" in chinese
+    assert "  拆分头" in chinese and "掩码，按头重复" in chinese and "transpose_qkv(查询)" in chinese
     views = render_explorer(ExplorerConfig())
     assert "<th" in views["trace"] and "步骤" in views["trace"] and "参数量" in views["costs"]
     assert "注意力权重" in views["heatmaps"] and "序列 0" in views["heatmaps"]
