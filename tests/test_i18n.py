@@ -292,6 +292,19 @@ def test_every_known_verdict_and_hint_prints_in_chinese(capsys, check, answer, v
 
 # --- tables and the explorer ------------------------------------------------------------------------------------
 
+def test_a_traced_operation_and_an_ablation_row_label_speak_the_readers_language():
+    from mha_lib.chapters.anatomy import localized_operation
+    from mha_lib.chapters.toy import row_label
+
+    assert [row_label(label) for label in ("none", "head 2")] == ["none", "head 2"]
+    assert localized_operation("softmax(queries @ keys^T / sqrt(16))") == "softmax(queries @ keys^T / sqrt(16))"
+    set_language("zh_CN")
+    assert [row_label(label) for label in ("none", "head 2")] == ["无", "头 2"]
+    assert localized_operation("softmax(queries @ keys^T / sqrt(16))") == "softmax(查询 @ 键^T / sqrt(16))"
+    assert localized_operation("W_o(concatenated)") == "W_o(拼接结果)"
+    set_language("en")
+
+
 def test_the_layer_trace_and_the_explorer_speak_chinese():
     import torch
 
