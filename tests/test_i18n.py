@@ -297,6 +297,19 @@ def test_every_known_verdict_and_hint_prints_in_chinese(capsys, check, answer, v
 
 # --- tables and the explorer ------------------------------------------------------------------------------------
 
+def test_a_traced_operation_and_an_ablation_row_label_speak_the_readers_language():
+    from mha_lib.chapters.anatomy import localized_operation
+    from mha_lib.chapters.toy import row_label
+
+    assert [row_label(label) for label in ("none", "head 2")] == ["none", "head 2"]
+    assert localized_operation("softmax(queries @ keys^T / sqrt(16))") == "softmax(queries @ keys^T / sqrt(16))"
+    set_language("zh_CN")
+    assert [row_label(label) for label in ("none", "head 2")] == ["无", "头 2"]
+    assert localized_operation("softmax(queries @ keys^T / sqrt(16))") == "softmax(查询 @ 键^T / sqrt(16))"
+    assert localized_operation("W_o(concatenated)") == "W_o(拼接结果)"
+    set_language("en")
+
+
 def test_the_layer_trace_and_the_explorer_speak_chinese():
     import torch
 
@@ -309,8 +322,9 @@ def test_the_layer_trace_and_the_explorer_speak_chinese():
     english = format_trace(trace_multi_head_attention(layer, x, x, x, torch.tensor([2, 3])))
     set_language("zh_CN")
     chinese = format_trace(trace_multi_head_attention(layer, x, x, x, torch.tensor([2, 3])))
+    assert "softmax(查询 @ 键^T / sqrt(4))" in chinese and "valid_lens -> 掩码" in chinese and "queries" not in chinese
     assert chinese.splitlines()[0].split() == ["步骤", "运算", "形状"]
-    assert "  拆分头" in chinese and "掩码，按头重复" in chinese and "transpose_qkv(queries)" in chinese
+    assert "  拆分头" in chinese and "掩码，按头重复" in chinese and "transpose_qkv(查询)" in chinese
     views = render_explorer(ExplorerConfig())
     assert "<th" in views["trace"] and "步骤" in views["trace"] and "参数量" in views["costs"]
     assert "注意力权重" in views["heatmaps"] and "序列 0" in views["heatmaps"]

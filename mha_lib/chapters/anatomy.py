@@ -5,6 +5,7 @@ Dimension names are those of :mod:`mha_lib.functional`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -31,6 +32,11 @@ __all__ = [
 # format_trace and the explorer print them in the reader's language.
 STEP_NAMES = (N_("input"), N_("mask"), N_("1 project"), N_("split heads"), N_("2 score, 3 softmax"),
               N_("3 weighted sum"), N_("4 concatenate"), N_("5 output projection"), N_("mask, repeated per head"))
+OPERATIONS = (N_("W_q(queries)"), N_("W_k(keys)"), N_("W_v(values)"), N_("W_o(concatenated)"),
+              N_("transpose_qkv(queries)"), N_("transpose_qkv(keys)"), N_("transpose_qkv(values)"),
+              N_("weights @ values"), N_("transpose_output(output)"),
+              N_("valid_lens -> mask"), N_("causal -> mask"), N_("valid_lens & causal -> mask"))
+SCORES = N_("softmax(queries @ keys^T / sqrt({head_dim}))")  # the one operation with a number in it
 PROJECTIONS = {"W_q": ("1 project", "W_q(queries)"), "W_k": ("1 project", "W_k(keys)"),
                "W_v": ("1 project", "W_v(values)"), "W_o": ("5 output projection", "W_o(concatenated)")}
 
@@ -76,7 +82,7 @@ class _Watcher(TorchFunctionMode):
         elif name in ("matmul", "__matmul__") and self.weights is not None and not self.summed:
             self.summed = True
             head_dim = self.splits[0].shape[-1]
-            self.rows.append(("2 score, 3 softmax", f"softmax(queries @ keys^T / sqrt({head_dim}))", self.weights))
+            self.rows.append(("2 score, 3 softmax", SCORES.format(head_dim=head_dim), self.weights))
             self.rows.append(("3 weighted sum", "weights @ values", result))
         elif name == "reshape" and args[0].dim() == 4 and result.dim() == 3 and self.summed:
             self.rows.append(("4 concatenate", "transpose_output(output)", result))
@@ -139,7 +145,7 @@ def format_trace(rows: list[TraceRow]) -> str:
         if not isinstance(row, TraceRow):
             template = _("rows must be TraceRows from trace_multi_head_attention, row {number} is a {type_name}")
             raise TypeError(template.format(number=number, type_name=type(row).__name__))
-    return format_table([(localized_step(row.step), _(row.operation), row.shape) for row in rows],
+    return format_table([(localized_step(row.step), localized_operation(row.operation), row.shape) for row in rows],
                         [N_("step"), N_("operation"), N_("shape")])
 
 
@@ -147,6 +153,12 @@ def localized_step(step: str) -> str:
     """A step's name in the reader's language, keeping its indentation (a sub-step starts with two spaces)."""
     name = step.lstrip(" ")
     return step[:len(step) - len(name)] + _(name)
+
+
+def localized_operation(operation: str) -> str:
+    """A traced operation in the reader's language: the worded operands (queries, keys, ...) are translated."""
+    scores = re.fullmatch(r"softmax\(queries @ keys\^T / sqrt\((\d+)\)\)", operation)
+    return _(SCORES).format(head_dim=scores[1]) if scores else _(operation)
 
 
 def count_parameters(module: nn.Module) -> int:

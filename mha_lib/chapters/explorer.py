@@ -36,7 +36,15 @@ from ..i18n import N_, _, figure_text
 from ..masks import attention_mask
 from ..modules import MultiHeadAttention
 from ..utils import cpu_threads
-from .anatomy import TraceRow, count_parameters, localized_step, mha_flops, score_bytes, trace_multi_head_attention
+from .anatomy import (
+    TraceRow,
+    count_parameters,
+    localized_operation,
+    localized_step,
+    mha_flops,
+    score_bytes,
+    trace_multi_head_attention,
+)
 from .scaling import ScoreVariance, SoftmaxSaturation, measure_score_variance, measure_softmax_saturation
 from .tables import display_width, format_table
 
@@ -288,7 +296,7 @@ def trace_html(rows: Sequence[TraceRow]) -> str:
     for row in rows:
         indent = "padding-left:1.2em;" if row.step.startswith(" ") else ""
         body.append(f'<tr><td style="{indent}{cell}">{html.escape(localized_step(row.step).strip())}</td>'
-                    f'<td style="{cell}">{html.escape(_(row.operation))}</td>'
+                    f'<td style="{cell}">{html.escape(localized_operation(row.operation))}</td>'
                     f'<td style="{cell}">{_shape(row.shape)}</td></tr>')
     head = "".join(f'<th style="{cell}">{_(name)}</th>' for name in ("step", "operation", "shape"))
     return ('<table style="border-collapse:collapse;font-family:monospace;font-size:12px">'

@@ -51,6 +51,7 @@ __all__ = [
     "principal_cosines",
     "print_progress",
     "random_heads_cosines",
+    "row_label",
     "subspace_cosines",
     "train",
 ]
@@ -297,6 +298,12 @@ def _head_label(label: str) -> str:
     return figure_text("head {index}").format(index=number) if number.isdigit() else label
 
 
+def row_label(label: str) -> str:
+    """A row label of :func:`ablation_rows` (``"none"``, ``"head 2"``) in the reader's language, for a table."""
+    number = label.removeprefix("head ")
+    return _("head {index}").format(index=number) if number.isdigit() else _(label)
+
+
 @contextmanager
 def ablate_heads(mha: MultiHeadAttention, heads: Sequence[int]) -> Iterator[None]:
     """Inside the ``with`` block, the listed heads of ``mha`` contribute nothing: their slice of the
@@ -327,7 +334,7 @@ def ablation_rows(
     model: TinyAttentionModel, task: TwoLookupTask, tokens: Tensor, targets: Tensor
 ) -> list[tuple[str, Accuracy]]:
     """Accuracy of the full model, then with each head zeroed in turn: ``[("none", acc), ("head 0", acc), ...]``."""
-    rows = [("none", evaluate(model, task, tokens, targets))]
+    rows = [(N_("none"), evaluate(model, task, tokens, targets))]
     for head in range(model.attention.num_heads):
         with ablate_heads(model.attention, [head]):
             rows.append((f"head {head}", evaluate(model, task, tokens, targets)))
