@@ -16,6 +16,7 @@ import torch
 from torch.utils import benchmark
 
 from .._validation import require_positive_int
+from ..i18n import _
 from ..utils import cpu_threads
 
 __all__ = ["available_devices", "cpu_caches", "device_name", "machine_summary", "median_time", "page_faults_per_call",
@@ -83,8 +84,8 @@ def machine_summary(num_threads: int | None = None) -> str:
 
 
 def threads_text(threads: int) -> str:
-    """'1 thread' or 'N threads'."""
-    return "1 thread" if threads == 1 else f"{threads} threads"
+    """'1 thread' or 'N threads', in the language of mha_lib's messages."""
+    return _("1 thread") if threads == 1 else _("{count} threads").format(count=threads)
 
 
 def synchronize(device: torch.device | str) -> None:
