@@ -328,7 +328,8 @@ def provenance(result: BenchResult, run: DeviceRun) -> str:
     """The label of a recorded run: 'recorded on <name> (<device>[, caches, threads]), torch <version>, <date>'."""
     details = ""
     if run.device == "cpu":
-        caches = "caches not recorded" if result.cpu_caches is None else ", ".join(
+        caches = _("caches not recorded") if result.cpu_caches is None else ", ".join(
             f"{name} {size}" for name, size in result.cpu_caches.items() if not name.endswith("i"))
         details = f", {caches}, {threads_text(run.threads)}"
-    return f"recorded on {run.name} ({run.device}{details}), torch {result.torch}, {result.date}"
+    return _("recorded on {name} ({device}{details}), torch {torch}, {date}").format(
+        name=run.name, device=run.device, details=details, torch=result.torch, date=result.date)

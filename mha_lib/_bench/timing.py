@@ -84,8 +84,8 @@ def machine_summary(num_threads: int | None = None) -> str:
 
 
 def threads_text(threads: int) -> str:
-    """'1 thread' or 'N threads'."""
-    return "1 thread" if threads == 1 else f"{threads} threads"
+    """'1 thread' or 'N threads', in the language of mha_lib's messages."""
+    return _("1 thread") if threads == 1 else _("{count} threads").format(count=threads)
 
 
 def synchronize(device: torch.device | str) -> None:

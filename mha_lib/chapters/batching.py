@@ -150,12 +150,12 @@ def attention_flops(batch_size: int, num_queries: int, num_kvpairs: int, num_hid
 # most specific name first. CPUs and Apple GPUs are not listed: their peak depends on clock and core
 # count that the name does not give.
 PEAK_FLOPS: list[tuple[str, float, str]] = [
-    ("H100 PCIe", 51e12, "NVIDIA H100 datasheet, FP32"),
-    ("H100 NVL", 60e12, "NVIDIA H100 datasheet, FP32"),
-    ("H100", 67e12, "NVIDIA H100 datasheet, FP32 (SXM)"),
-    ("H200 NVL", 60e12, "NVIDIA H200 datasheet, FP32"),
-    ("H200", 67e12, "NVIDIA H200 datasheet, FP32 (SXM)"),
-    ("A100", 19.5e12, "NVIDIA A100 datasheet, FP32"),
+    ("H100 PCIe", 51e12, N_("NVIDIA H100 datasheet, FP32")),
+    ("H100 NVL", 60e12, N_("NVIDIA H100 datasheet, FP32")),
+    ("H100", 67e12, N_("NVIDIA H100 datasheet, FP32 (SXM)")),
+    ("H200 NVL", 60e12, N_("NVIDIA H200 datasheet, FP32")),
+    ("H200", 67e12, N_("NVIDIA H200 datasheet, FP32 (SXM)")),
+    ("A100", 19.5e12, N_("NVIDIA A100 datasheet, FP32")),
 ]
 
 
@@ -253,8 +253,9 @@ def _threads_text(threads: int) -> str:
 
 
 def _live_label(run: DeviceRun) -> str:
-    threads = f", {_threads_text(run.threads)}" if run.device == "cpu" else ""
-    return figure_text("live: {device} ({name}{threads})").format(device=run.device, name=run.name, threads=threads)
+    if run.device == "cpu":  # this machine's CPU, named in the timing cell's header (machine_summary)
+        return figure_text("live: {run}").format(run=_short(run))
+    return figure_text("live: {device} ({name})").format(device=run.device, name=run.name)
 
 
 def _recorded_label(result: BenchResult, run: DeviceRun) -> str:
