@@ -24,6 +24,8 @@ MOST = 0.10  # the share of printed lines that may carry English
     ("torch.Size([2, 4, 3])  dtype=torch.int32  True False nan", []),
     ("valid_lens [3, 2]  X.view(6, 4)  softmax(16 * X)", []),
     ("GQA (8 kv heads) on PyTorch's CPU", ["kv", "heads", "on"]),
+    ("设备：cpu（Intel(R) Xeon(R) Processor, L1d 48K）, meta", []),
+    ("AMD EPYC 7763 64-Core Processor, 2 threads", ["threads"]),
     ("❌ 还不对：my_attention 仍然抛出 NotImplementedError。", []),
 ])
 def test_english_words_are_the_words_a_translator_could_translate(text, words):

@@ -5,9 +5,10 @@
 A printed line (a stream, a result's ``text/plain``, an error's name and message) or a text of a stored SVG figure
 carries English when it has a word that a translator could translate. Not words in that sense: identifiers and code
 (``valid_lens``, ``X.view(6, 4)``, ``dtype=torch.int32``), numbers and units, names written with capitals (``GQA``,
-``PyTorch``, ``ValueError``), Python's and PyTorch's own words in a repr (``True``, ``tensor``, ``nan``) and a few
-names of functions that Chinese text keeps too (``softmax``). tests/test_chinese_output.py holds the Chinese reader
-edition to at most 10% such lines, and its figures to none.
+``PyTorch``, ``ValueError``), a processor's name (``Intel(R) Xeon(R) Processor``, up to the next comma), Python's
+and PyTorch's own words in a repr (``True``, ``tensor``, ``nan``) and a few names of functions that Chinese text
+keeps too (``softmax``). tests/test_chinese_output.py holds the Chinese reader edition to at most 10% such lines,
+and its figures to none.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ CODE = re.compile(r"`[^`]*`"  # a code span
                   r"|[A-Za-z]\w*(?==)"  # a keyword argument: dtype=, is_causal=
                   r"|\w*\d\w*",  # a word with a digit: float16, d2l, 1e9, 4x
                   flags=re.ASCII)  # \w: letters, digits and _, never a Chinese character
+MACHINE = re.compile(r"\b(?:Intel|AMD|Apple|Arm|NVIDIA)\b[^,;|，；（）]*")  # a processor's name: Intel(R) Xeon(R) ...
 WORD = re.compile(r"[A-Za-z]{2,}")
 KEPT = {  # words that Chinese text keeps as they are
-    "True", "False", "None", "nan", "inf", "tensor", "dtype", "torch", "device", "cpu", "cuda", "mps", "grad",
+    "True", "False", "None", "nan", "inf", "tensor", "dtype", "torch", "device", "cpu", "cuda", "mps", "meta", "grad",
     "softmax", "logsumexp", "einsum", "ms", "us", "ns", "Tensor",
     "def", "return", "raise", "import", "lambda", "int", "float", "bool", "str",  # printed code
 }
@@ -38,7 +40,7 @@ KEPT = {  # words that Chinese text keeps as they are
 
 def english_words(text: str) -> list[str]:
     """The words of ``text`` that a translator could translate (see the module's docstring)."""
-    words = WORD.findall(CODE.sub(" ", text))
+    words = WORD.findall(CODE.sub(" ", MACHINE.sub(" ", text)))
     return [word for word in words
             if word not in KEPT and not re.fullmatch(r"[A-Z][A-Z]+s?|[A-Za-z][a-z]*[A-Z]\w*", word)]
 
