@@ -26,6 +26,7 @@ from ..i18n import N_, _, figure_text
 from ..masks import attention_mask
 from ..modules import MultiHeadAttention
 from .explorer import figure_to_svg
+from .tables import display_width
 
 __all__ = [
     "MODELS",
@@ -481,8 +482,8 @@ def memory_summary(*, num_layers: int, num_heads: int, num_kv_heads: int, head_d
     names = _design_names(num_kv_heads, kv_lora_rank, _)  # printed text: translated even without a CJK font
     for name, (per_token, _total) in zip(names, curves.values(), strict=True):
         total = per_token * context_len * batch_size
-        lines.append(_("  {name:<22} {per_token:>9,} bytes per token   {total:10.3f} GiB in all").format(
-            name=name, per_token=per_token, total=total / 2**30))
+        lines.append(_("  {name} {per_token:>9,} bytes per token   {total:10.3f} GiB in all").format(
+            name=name + " " * (22 - display_width(name)), per_token=per_token, total=total / 2**30))  # CJK: 2 columns
     return "\n".join(lines)
 
 
