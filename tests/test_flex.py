@@ -377,3 +377,20 @@ def test_chapter_masks_through_flex_equal_sdpa():
         block_mask = create_block_mask(mask_mod, None, None, n, n, device="cpu")
         expected = F.scaled_dot_product_attention(q, k, v, attn_mask=dense_mask(mask_mod, 1, 1, n, n))
         torch.testing.assert_close(eager_flex(q, k, v, block_mask=block_mask), expected, **TOL)
+
+
+def test_the_block_mask_and_cost_figures_title_in_the_readers_language(monkeypatch):
+    from mha_lib import i18n
+    from mha_lib.chapters.flex import load_flex_record, plot_block_mask, plot_flex_costs
+
+    record = load_flex_record()
+    assert plot_block_mask(256, 32, 64)._suptitle.get_text() == "causal sliding window of 32 keys"
+    assert plot_flex_costs(record).axes[0].get_title().startswith(f"CPU ({record['threads']} thread")
+    font = i18n.cjk_font() or "Noto Sans CJK SC"  # figure_text translates where a CJK font exists
+    monkeypatch.setattr(i18n, "cjk_font", lambda: font)
+    i18n.set_language("zh_CN")
+    try:
+        assert plot_block_mask(256, 32, 64)._suptitle.get_text() == "因果滑动窗口，32 个键"
+        assert plot_flex_costs(record).axes[0].get_title().startswith(f"CPU（{record['threads']} 个线程），torch")
+    finally:
+        i18n.set_language("en")

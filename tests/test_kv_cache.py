@@ -276,3 +276,23 @@ def test_conversion_error_is_zero_without_pooling_and_positive_with_it():
     x = torch.randn(2, 5, 16, dtype=torch.float64)
     assert conversion_error(mha, 4, x) < 1e-14
     assert conversion_error(mha, 1, x) > 0.01
+
+
+def test_design_names_and_the_model_table_speak_the_readers_language(monkeypatch):
+    from mha_lib import i18n
+
+    sizes = dict(num_layers=32, num_heads=32, num_kv_heads=8, head_dim=128, kv_lora_rank=512)
+    assert list(cache_curves([1], **sizes)) == ["MHA", "GQA (8 kv heads)", "MQA", "MLA (latent 512)"]
+    assert model_table()[-1][4] == "latent 512+64"
+    font = i18n.cjk_font() or "Noto Sans CJK SC"  # figure_text translates where a CJK font exists
+    monkeypatch.setattr(i18n, "cjk_font", lambda: font)
+    i18n.set_language("zh_CN")
+    try:
+        assert list(cache_curves([1], **sizes)) == ["MHA", "GQA（8 个键值头）", "MQA", "MLA（潜在向量 512 维）"]
+        assert model_table()[-1][4] == "潜在向量 512+64"
+        summary = memory_summary(**sizes, context_len=8192, batch_size=1, dtype="bfloat16")
+        assert "GQA（8 个键值头）" in summary and "kv heads" not in summary
+        labels = [label.get_text() for label in plot_head_sharing(8, [2]).axes[0].get_yticklabels()]
+        assert labels == ["键值头", "查询头"]  # one line each: the English wrap is for English widths
+    finally:
+        i18n.set_language("en")

@@ -86,7 +86,8 @@ def plot_block_mask(seq_len: int, window: int, block_size: int, mask_mod: MaskMo
     Without ``mask_mod`` the mask is the causal sliding window of ``window`` keys.
     """
     seq_len = require_positive_int("seq_len", seq_len)
-    title = "the given mask" if mask_mod is not None else f"causal sliding window of {window} keys"
+    title = (figure_text("the given mask") if mask_mod is not None else
+             figure_text("causal sliding window of {window} keys").format(window=window))
     mask_mod = mask_mod if mask_mod is not None else sliding_window_mask_mod(window, causal=True)
     mask = dense_mask(mask_mod, 1, 1, seq_len, seq_len)[0, 0]  # (queries, kvpairs)
     tiles = block_tiles(mask, block_size)  # (query tiles, key tiles)
@@ -143,15 +144,17 @@ def flex_cost_lines(record: dict[str, Any]) -> list[str]:
     def right(text: str, width: int) -> str:  # right-aligned by display width: a Chinese header is 2 columns a char
         return " " * (width - display_width(text)) + text
 
-    head = (f"{'n':>5} {right(_('window'), 6)} {right(_('skipped'), 7)} {right(_('dense SDPA'), 10)} "
-            f"{right(_('eager flex'), 15)}")
-    lines = [head + (f" {right(_('compiled flex'), 15)}" if compiled else "")]
+    columns = [("n", 5), (_("window"), 6), (_("skipped"), 7), (_("dense SDPA"), 10), (_("eager flex"), 15)]
+    columns += [(_("compiled flex"), 15)] if compiled else []
+    wider = [max(0, display_width(label) - width) for label, width in columns]  # a longer (translated) header
+    lines = [" ".join(right(label, width + more) for (label, width), more in zip(columns, wider, strict=True))]
     for row in record["rows"]:
-        line = (f"{row['seq_len']:5d} {row['window']:6d} {row['skipped_tiles']:7.0%} {row['dense_sdpa_ms']:7.2f} ms "
-                f"{row['eager_flex_ms']:7.2f} ms {row['eager_flex_over_dense']:4.1f}x")
+        fields = [f"{row['seq_len']:5d}", f"{row['window']:6d}", f"{row['skipped_tiles']:7.0%}",
+                  f"{row['dense_sdpa_ms']:7.2f} ms",
+                  f"{row['eager_flex_ms']:7.2f} ms {row['eager_flex_over_dense']:4.1f}x"]
         if compiled:
-            line += f" {row['compiled_flex_ms']:7.2f} ms {row['compiled_flex_over_dense']:4.1f}x"
-        lines.append(line)
+            fields.append(f"{row['compiled_flex_ms']:7.2f} ms {row['compiled_flex_over_dense']:4.1f}x")
+        lines.append(" ".join(" " * more + field for field, more in zip(fields, wider, strict=True)))
     return lines
 
 
@@ -168,8 +171,9 @@ def plot_flex_costs(record: dict[str, Any]) -> Figure:
     ticks = [figure_text("n={n}\nwindow {window}").format(n=row["seq_len"], window=row["window"]) for row in rows]
     ax.set_xticks(range(len(rows)), ticks)
     ax.set(yscale="log", ylabel=figure_text("ms per call (median)"),
-           title=f"CPU ({record['threads']} thread{'s' if record['threads'] != 1 else ''}), torch {record['torch']}, "
-                 f"{record['date']}")
+           title=(figure_text("CPU (1 thread), torch {torch}, {date}") if record["threads"] == 1 else
+                  figure_text("CPU ({threads} threads), torch {torch}, {date}")).format(
+               threads=record["threads"], torch=record["torch"], date=record["date"]))
     ax.legend()
     return fig
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import ipywidgets as widgets
 import torch
@@ -22,10 +22,11 @@ from torch import Tensor, nn
 from .._validation import require_features, require_layer_dtype, require_positive_int, require_tensor, wrong_type
 from ..functional import dot_product_attention
 from ..grouped import GroupedQueryAttention, kv_head_of, mha_to_gqa
-from ..i18n import _, figure_text
+from ..i18n import N_, _, figure_text
 from ..masks import attention_mask
 from ..modules import MultiHeadAttention
 from .explorer import figure_to_svg
+from .tables import display_width
 
 __all__ = [
     "MODELS",
@@ -67,7 +68,7 @@ def plot_head_sharing(num_heads: int, kv_head_counts: Sequence[int]) -> Figure:
         title = (figure_text("{kind}: {num_heads} query heads, {num_kv_heads} kv heads") if num_kv_heads > 1 else
                  figure_text("{kind}: {num_heads} query heads, {num_kv_heads} kv head"))
         ax.set_title(title.format(kind=kind, num_heads=num_heads, num_kv_heads=num_kv_heads), fontsize="medium")
-        ax.set_yticks([0, 1], [figure_text("key-value\nheads"), figure_text("query\nheads")])
+        ax.set_yticks([0, 1], [figure_text("key-value\nheads"), figure_text("query\nheads")])  # wrapped in English only
         for head in range(num_heads):
             ax.text(head, 1.2, str(head), ha="center", fontsize="small")
         for kv, x in enumerate(kv_x):
@@ -426,16 +427,28 @@ def mla_cache_bytes(num_layers: int, kv_lora_rank: int, context_len: int, batch_
 def cache_curves(context_lens: Sequence[int], *, num_layers: int, num_heads: int, num_kv_heads: int, head_dim: int,
                  kv_lora_rank: int, batch_size: int = 1, dtype: torch.dtype | str = torch.float16
                  ) -> dict[str, list[int]]:
-    """Cache bytes per context length for MHA, GQA (``num_kv_heads``), MQA and MLA (``kv_lora_rank``) of one size."""
+    """Cache bytes per context length for MHA, GQA (``num_kv_heads``), MQA and MLA (``kv_lora_rank``) of one size.
+
+    The keys are the designs' names as a figure's legend shows them (:func:`mha_lib.i18n.figure_text`).
+    """
     if num_heads % num_kv_heads:
         template = _("num_kv_heads={num_kv_heads} must divide num_heads={num_heads}")
         raise ValueError(template.format(num_kv_heads=num_kv_heads, num_heads=num_heads))
-    kinds = {"MHA": num_heads, f"GQA ({num_kv_heads} kv heads)": num_kv_heads, "MQA": 1}
+    mha, gqa, mqa, mla = _design_names(num_kv_heads, kv_lora_rank, figure_text)  # the figure's legend
+    kinds = {mha: num_heads, gqa: num_kv_heads, mqa: 1}
     curves = {name: [kv_cache_bytes(num_layers, kv, head_dim, n, batch_size, dtype) for n in context_lens]
               for name, kv in kinds.items()}
-    curves[f"MLA (latent {kv_lora_rank})"] = [mla_cache_bytes(num_layers, kv_lora_rank, n, batch_size, dtype)
-                                              for n in context_lens]
+    curves[mla] = [mla_cache_bytes(num_layers, kv_lora_rank, n, batch_size, dtype) for n in context_lens]
     return curves
+
+
+_GQA_NAME, _MLA_NAME = N_("GQA ({num_kv_heads} kv heads)"), N_("MLA (latent {kv_lora_rank})")
+
+
+def _design_names(num_kv_heads: int, kv_lora_rank: int, translate: Callable[[str], str]) -> tuple[str, ...]:
+    """The names of MHA, GQA, MQA and MLA of these sizes, in the reader's language (``_`` or ``figure_text``)."""
+    return ("MHA", translate(_GQA_NAME).format(num_kv_heads=num_kv_heads), "MQA",
+            translate(_MLA_NAME).format(kv_lora_rank=kv_lora_rank))
 
 
 def plot_cache_bytes(context_lens: Sequence[int], curves: dict[str, list[int]], title: str = "",
@@ -473,10 +486,11 @@ def memory_summary(*, num_layers: int, num_heads: int, num_kv_heads: int, head_d
     lines = [_("{num_layers} layers, {num_heads} query heads of {head_dim}, {context_len} tokens, batch {batch_size}, "
                "{dtype}").format(num_layers=num_layers, num_heads=num_heads, head_dim=head_dim, context_len=context_len,
                                  batch_size=batch_size, dtype=dtype)]
-    for name, (per_token, _total) in curves.items():
+    names = _design_names(num_kv_heads, kv_lora_rank, _)  # printed text: translated even without a CJK font
+    for name, (per_token, _total) in zip(names, curves.values(), strict=True):
         total = per_token * context_len * batch_size
-        lines.append(_("  {name:<22} {per_token:>9,} bytes per token   {total:10.3f} GiB in all").format(
-            name=name, per_token=per_token, total=total / 2**30))
+        lines.append(_("  {name} {per_token:>9,} bytes per token   {total:10.3f} GiB in all").format(
+            name=name + " " * (22 - display_width(name)), per_token=per_token, total=total / 2**30))  # CJK: 2 columns
     return "\n".join(lines)
 
 
@@ -553,7 +567,7 @@ def model_table(context_len: int = 4096, batch_size: int = 1, dtype: torch.dtype
     for m in MODELS:
         layers, heads = m["num_hidden_layers"], m["num_attention_heads"]
         if "kv_lora_rank" in m:
-            kind, kv = "MLA", f"latent {m['kv_lora_rank']}+{m['qk_rope_head_dim']}"
+            kind, kv = "MLA", _("latent {rank}+{rope}").format(rank=m["kv_lora_rank"], rope=m["qk_rope_head_dim"])
             per_token = mla_cache_bytes(layers, m["kv_lora_rank"], 1, 1, dtype, m["qk_rope_head_dim"])
         else:
             kv_heads = m["num_key_value_heads"]

@@ -19,7 +19,7 @@ CHAPTER_HEADERS = (
     N_("tensor"), N_("shape"), N_("stride"), N_("contiguous"), N_("shares memory with X"), N_("sample"),
     N_("sentence"), N_("head"), N_("needs"), N_("repeat"), N_("sample i"), N_("sentence i // num_heads"),
     N_("head i % num_heads"), N_("tokens x features"), N_("counted"), N_("counted, bias"), N_("model"),
-    N_("standard layer"), N_("parameters"), N_("layers"), N_("heads"), N_("kv heads"), N_("kind"),
+    N_("standard layer"), N_("parameters"), N_("layers"), N_("W_k, W_v of the heads"), N_("kv heads"), N_("kind"),
     N_("head on t-1"), N_("head on 0"), N_("its weight"), N_("head zeroed"), N_("pair"), N_("local part"),
     N_("first part"), N_("local drop"), N_("first drop"), N_("mean weight on key t-1"), N_("mean weight on key 0"),
     N_("seed"), N_("heads on t-1"), N_("heads on 0"), N_("largest drop, one head zeroed"), N_("weight on t-1"),
