@@ -5,10 +5,10 @@
 A printed line (a stream, a result's ``text/plain``, an error's name and message) or a text of a stored SVG figure
 carries English when it has a word that a translator could translate. Not words in that sense: identifiers and code
 (``valid_lens``, ``X.view(6, 4)``, ``dtype=torch.int32``), numbers and units, names written with capitals (``GQA``,
-``PyTorch``, ``ValueError``), a processor's name (``Intel(R) Xeon(R) Processor``, up to the next comma), Python's
-and PyTorch's own words in a repr (``True``, ``tensor``, ``nan``) and a few names of functions that Chinese text
-keeps too (``softmax``). tests/test_chinese_output.py holds the Chinese reader edition to at most 10% such lines,
-and its figures to none.
+``PyTorch``, ``ValueError``), a processor's name (``Intel(R) Xeon(R) Processor``, up to the next comma), a model's
+name, an address, Python's and PyTorch's own words in a repr (``True``, ``tensor``, ``nan``) and a few names of
+functions that Chinese text keeps too (``softmax``). tests/test_chinese_output.py holds the Chinese reader edition
+to at most 10% such lines, and its figures to none.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 EDITION = ROOT / "zh-CN" / "chapters"
 CODE = re.compile(r"`[^`]*`"  # a code span
+                  r"|https?://\S+"  # an address
                   r"|[A-Za-z_][\w']*(?:\.\w+)+"  # a dotted name: torch.float32, X.view, d2l.masked_softmax
                   r"|\w*_\w*"  # a snake_case name: valid_lens, num_heads
                   r"|[A-Za-z]\w*(?=\()"  # a call: softmax(, tensor(, causal_mask(
@@ -34,6 +35,7 @@ WORD = re.compile(r"[A-Za-z]{2,}")
 KEPT = {  # words that Chinese text keeps as they are
     "True", "False", "None", "nan", "inf", "tensor", "dtype", "torch", "device", "cpu", "cuda", "mps", "meta", "grad",
     "softmax", "logsumexp", "einsum", "ms", "us", "ns", "Tensor",
+    "Transformer", "Llama", "Mistral", "Falcon", "Qwen", "Gemma",  # names of models
     "def", "return", "raise", "import", "lambda", "int", "float", "bool", "str",  # printed code
 }
 
