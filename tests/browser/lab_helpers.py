@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import re
 import urllib.error
 import urllib.request
@@ -43,6 +44,16 @@ class LabServer:
     def lab_url(self, notebook: str) -> str:
         """The address that opens ``notebook`` in JupyterLab, signed in with the token."""
         return f"{self.url}lab/tree/{notebook}?reset&token={self.token}"
+
+    def set_settings(self, plugin: str, values: dict) -> None:
+        """Replace the user settings of ``plugin`` (e.g. ``@jupyterlab/notebook-extension:tracker``); pages
+        opened afterwards use them."""
+        request = urllib.request.Request(
+            f"{self.url}lab/api/settings/{plugin}", method="PUT",
+            data=json.dumps({"raw": json.dumps(values)}).encode(),
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status in (200, 204), f"PUT settings of {plugin}: HTTP {response.status}"
 
 
 def http_status(url: str) -> int:
