@@ -31,7 +31,7 @@ def test_the_diagram_is_a_figure_labelled_with_the_shapes_the_layer_produces():
     for shape in shapes:  # the shapes of the real forward pass appear on the drawing
         assert str(tuple(shape)) in words, shape
     assert "(2, 4, 20)" in words  # one head's output: (batch_size, num_queries, head_dim)
-    for expected in ("W_q", "W_k", "W_v", "W_o", "concatenate", "h = 5", "sqrt{20}"):
+    for expected in ("W_q", "W_k", "W_v", "W_o", "concatenate", "h = 5", "√{20}"):
         assert expected in words
 
 

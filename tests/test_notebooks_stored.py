@@ -68,3 +68,21 @@ def test_few_cells_escape_output_checking():
     for path in NOTEBOOKS:
         ignored, total = ignored_share([path])
         assert ignored <= 0.15 * total, f"{path.name}: {ignored} of {total} code cells are not checked by nbval"
+
+
+ALL_EDITIONS = NOTEBOOKS + sorted(ROOT.glob("zh-CN/*/[0-9][0-9]_*.ipynb"))
+FONT_FAMILY = re.compile(r"font-family:\s*'?([^;'\"]+)")
+
+
+@pytest.mark.parametrize("path", ALL_EDITIONS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_stored_figures_use_no_font_that_browsers_lack(path):
+    # The SVG figures keep their text as text, so the reader's browser picks the fonts. Mathtext draws the radical
+    # of \sqrt{...} from STIXSizeOneSym, which browsers do not have: they put a small fallback √ beside the bar.
+    # The chapters' labels write √ as a character inside the math (r"$1/√d_k$"), drawn from DejaVu Sans.
+    families = set()
+    for cell in code_cells(path):
+        for output in cell.get("outputs", []):
+            svg = output.get("data", {}).get("image/svg+xml", "")
+            families.update(FONT_FAMILY.findall("".join(svg) if isinstance(svg, list) else svg))
+    stix = sorted(family for family in families if family.startswith("STIX"))
+    assert not stix, f"figures name {stix}: write the radical as the character √ in the label, not \\sqrt"

@@ -157,7 +157,7 @@ def test_plot_score_variance_draws_the_measurements_next_to_y_equals_d():
     lines = {line.get_label(): line for line in ax.get_lines()}
     assert list(lines["$y = d_k$"].get_ydata()) == DIMS
     assert list(lines[r"$q \cdot k$ (unscaled)"].get_ydata()) == result.unscaled.tolist()
-    assert list(lines[r"$q \cdot k / \sqrt{d_k}$ (scaled)"].get_ydata()) == result.scaled.tolist()
+    assert list(lines[r"$q \cdot k / √d_k$ (scaled)"].get_ydata()) == result.scaled.tolist()
     assert [tick.get_text() for tick in ax.get_xticklabels()] == ["1", "4", "64", "256"]
 
 
@@ -169,7 +169,7 @@ def test_plot_softmax_saturation_has_two_labelled_panels_with_the_measured_curve
         assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel() and ax.get_xscale() == "log"
         lines = {line.get_label(): line for line in ax.get_lines()}
         assert list(lines["unscaled scores"].get_ydata()) == getattr(result.unscaled, field).tolist()
-        assert list(lines[r"scaled by $1/\sqrt{d_k}$"].get_ydata()) == getattr(result.scaled, field).tolist()
+        assert list(lines[r"scaled by $1/√d_k$"].get_ydata()) == getattr(result.scaled, field).tolist()
     # the reference lines: uniform weights 1/10 and entropy log(10)
     assert fig.axes[0].get_lines()[1].get_ydata()[0] == pytest.approx(0.1)
     assert fig.axes[1].get_lines()[1].get_ydata()[0] == pytest.approx(math.log(10))

@@ -96,7 +96,7 @@ def draw_multi_head_attention(
         if head is None:
             ax.text(x, 6.9, "…", ha="center", va="center", fontsize=20)
             continue
-        formula = rf"$\mathrm{{softmax}}(Q_{{{head}}} K_{{{head}}}^\top / \sqrt{{{d_k}}})\, V_{{{head}}}$"
+        formula = rf"$\mathrm{{softmax}}(Q_{{{head}}} K_{{{head}}}^\top / √{{{d_k}}})\, V_{{{head}}}$"
         _box(ax, x, 6.9, 2.6, figure_text("head {head}\n{formula}\nweights {weights}\noutput {output}").format(
             head=head, formula=formula, weights=(b, n_q, n_kv), output=(b, n_q, d_k)), "head", gid=HEAD_BOX)
         _arrow(ax, x, 6.15, width / 2, 5.05)

@@ -603,7 +603,7 @@ def plot_scaling(d: int, variance: ScoreVariance, saturation: SoftmaxSaturation,
     left.hist(unscaled.numpy(), bins=np.linspace(-limit, limit, 41), density=True, color="tab:red", alpha=0.6,
               label=figure_text(r"$q \cdot k$, variance {variance:.1f}").format(variance=variance.unscaled[i].item()))
     left.hist(scaled.numpy(), bins=np.linspace(-4.0, 4.0, 41), density=True, color="tab:blue", alpha=0.6,
-              label=figure_text(r"$q \cdot k / \sqrt{{d}}$, variance {variance:.2f}").format(
+              label=figure_text(r"$q \cdot k / √d$, variance {variance:.2f}").format(
                   variance=variance.scaled[i].item()))
     left.set_xlim(-limit, limit)
     left.set_xlabel(figure_text("score"))
@@ -623,7 +623,7 @@ def plot_scaling(d: int, variance: ScoreVariance, saturation: SoftmaxSaturation,
     right.set_ylabel(figure_text("softmax weight"))
     right.set_title(figure_text("Softmax of one query's {count} scores").format(count=m))
     right.legend(fontsize="small", loc="upper left")
-    fig.suptitle(figure_text(r"Without $1/\sqrt{d}$ the scores spread out like $\sqrt{d}$ and the softmax turns "
+    fig.suptitle(figure_text(r"Without $1/√d$ the scores spread out like $√d$ and the softmax turns "
                              "one-hot"))
     return fig
 

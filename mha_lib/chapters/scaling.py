@@ -172,7 +172,7 @@ def plot_score_variance(result: ScoreVariance, figsize: tuple[float, float] = (5
     ax.plot(dims, dims, "--", color="grey", label="$y = d_k$")
     ax.plot(dims, [1.0] * len(dims), ":", color="grey", label="$y = 1$")
     ax.plot(dims, result.unscaled.numpy(), "o", color="tab:red", label=figure_text(r"$q \cdot k$ (unscaled)"))
-    ax.plot(dims, result.scaled.numpy(), "s", color="tab:blue", label=figure_text(r"$q \cdot k / \sqrt{d_k}$ (scaled)"))
+    ax.plot(dims, result.scaled.numpy(), "s", color="tab:blue", label=figure_text(r"$q \cdot k / √d_k$ (scaled)"))
     _log2_axis(ax, dims)
     ax.set_yscale("log")
     ax.set_xlabel(figure_text("$d_k$ (features per query and key)"))
@@ -198,7 +198,7 @@ def plot_softmax_saturation(result: SoftmaxSaturation, figsize: tuple[float, flo
         ax.plot(dims, getattr(result.unscaled, field).numpy(), "o-", color="tab:red",
                 label=figure_text("unscaled scores"))
         ax.plot(dims, getattr(result.scaled, field).numpy(), "s-", color="tab:blue",
-                label=figure_text(r"scaled by $1/\sqrt{d_k}$"))
+                label=figure_text(r"scaled by $1/√d_k$"))
         _log2_axis(ax, dims)
         ax.set_xlabel(figure_text("$d_k$ (features per query and key)"))
         ax.set_ylabel(figure_text(ylabel))
@@ -215,7 +215,7 @@ def plot_softmax_gradients(result: SoftmaxSaturation, figsize: tuple[float, floa
     fig = Figure(figsize=figsize, layout="constrained")
     left, right = fig.subplots(1, 2)
     for summary, style, color, label in ((result.unscaled, "o-", "tab:red", N_("unscaled scores")),
-                                         (result.scaled, "s-", "tab:blue", N_(r"scaled by $1/\sqrt{d_k}$"))):
+                                         (result.scaled, "s-", "tab:blue", N_(r"scaled by $1/√d_k$"))):
         left.plot(dims, summary.grad_norm.numpy(), style, color=color, label=figure_text(label))
         right.plot(dims, summary.vanishing.numpy(), style, color=color, label=figure_text(label))
     left.set_yscale("log")
