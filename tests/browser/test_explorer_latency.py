@@ -1,7 +1,8 @@
 """What a reader waits for in chapter 05's explorer: from a slider's new value to the repainted heatmaps.
 
 ``benchmarks/bench_explorer.py`` times the Python side of a change (the layer, the trace, the SVG). This test
-times what the reader sees, in JupyterLab in headless Chromium: ``num_hiddens`` is dragged to its largest value
+times what the reader sees, in JupyterLab in headless Chromium, with JupyterLab's default windowing mode as a
+reader has it: ``num_hiddens`` is dragged to its largest value
 (64), then the ``num_heads`` handle is dragged with the mouse to every option the slider offers (1, 2, 4, ..., 64),
 up and back down, several rounds. Each change is timed in the page, on the page's own clock
 (``performance.now``):
