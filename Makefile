@@ -13,6 +13,9 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 CHAPTERS := $(patsubst notebooks/%,chapters/%,$(NOTEBOOKS))
 EXECUTE := $(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.kernel_name=python3 \
 	--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False
+# A stored output must not carry facts of the machine that ran it (CPU model, caches, cores): tools/machine_facts.py
+# replaces them in the live-timing cells after executing, and fails where a checked cell printed one.
+SCRUB := $(BIN)/python -m tools.machine_facts scrub
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=300 --nbval-sanitize-with tests/nbval_sanitize.cfg
 PORT ?= 8888
 # JupyterLab refuses to start as root unless told to; containers and CI machines often run as root.
@@ -119,6 +122,7 @@ lint: $(STAMP) ## ruff on the library, tests, benchmarks and notebooks
 
 outputs: $(STAMP) ## re-execute every notebook in place, each in a fresh kernel, then remake and execute chapters/ and zh-CN/
 	$(EXECUTE) $(NOTEBOOKS)
+	$(SCRUB) $(NOTEBOOKS)
 	$(MAKE) editions
 	$(MAKE) zh
 
@@ -130,6 +134,7 @@ editions: $(STAMP) ## remake the reader edition chapters/ from notebooks/ and ex
 	$(BIN)/python -m tools.lecture metadata $(NOTEBOOKS)
 	$(BIN)/python -m tools.editions reader $(NOTEBOOKS)
 	$(EXECUTE) $(CHAPTERS)
+	$(SCRUB) $(CHAPTERS)
 
 bench: $(STAMP) ## time mha_lib against torch.nn.MultiheadAttention, the chapter 05 explorer and grouped-query attention
 	$(BIN)/python benchmarks/bench_mha.py
@@ -206,9 +211,11 @@ lab-zh: $(STAMP) ## 中文版：JupyterLab in Chinese at chapter 00 of the Chine
 zh: $(STAMP) ## rebuild the Chinese edition from notebooks/ and translations/zh_CN/ (python -m tools.translate), execute it
 	$(BIN)/python -m tools.translate build zh_CN
 	$(EXECUTE) $(ZH_NOTEBOOKS)
+	$(SCRUB) $(ZH_NOTEBOOKS)
 	$(BIN)/python -m tools.lecture metadata $(ZH_NOTEBOOKS)
 	$(BIN)/python -m tools.editions reader --language zh_CN
 	$(EXECUTE) $(ZH_CHAPTERS)
+	$(SCRUB) $(ZH_CHAPTERS)
 
 slides-zh: $(STAMP) $(LECTURE_ASSETS) ## the Chinese chapters as reveal.js slides in build/slides-zh/
 	rm -rf build/slides-zh
