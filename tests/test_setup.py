@@ -125,7 +125,9 @@ def test_shipped_settings_turn_off_the_news_prompt_with_names_jupyterlab_knows()
     assert properties["checkForUpdates"]["type"] == "boolean"
 
 
-def test_readme_names_the_locked_torch():
-    readme = (ROOT / "README.md").read_text()
-    assert f"torch=={TORCH_VERSION}+cpu" in readme
-    assert not re.findall(r"torch==(?!" + re.escape(TORCH_VERSION) + r")\d", readme), "README names another torch"
+def test_the_docs_name_the_locked_torch():
+    assert f"torch=={TORCH_VERSION}+cpu" in (ROOT / "docs" / "platforms.md").read_text()
+    assert f"torch=={TORCH_VERSION}+cpu" in (ROOT / "docs" / "platforms.zh-CN.md").read_text()
+    for page in [*ROOT.glob("README*.md"), *(ROOT / "docs").glob("*.md")]:
+        other = re.findall(r"torch==(?!" + re.escape(TORCH_VERSION) + r")\d", page.read_text())
+        assert not other, f"{page.name} names another torch"
