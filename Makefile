@@ -30,7 +30,8 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 # Without the index, pip looks for torch==X+cpu among the indexes and find-links of its own configuration, and
 # stops with an error if there is none: it never falls back to the CUDA build. Where the index is out of reach
 # (mainland China, a firewall), TORCH_INDEX=URL names a mirror of it, or PIP_FIND_LINKS=DIR a folder (or a web
-# page) with the wheel; the error says so, and the READMEs ("Behind a firewall", 国内网络) tell where to find them.
+# page) with the wheel; the error says so, and docs/platforms.md ("Behind a firewall") and docs/platforms.zh-CN.md
+# (国内网络) tell where to find them.
 TORCH ?= cpu
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 UNAME_S ?= $(shell uname -s)
@@ -54,7 +55,7 @@ NO_TORCH_INDEX = echo "       $(TORCH_INDEX) was out of reach, and PyPI and its 
 	echo "         make $(MAKECMDGOALS) TORCH_INDEX=URL      URL: a mirror of PyTorch's CPU index (a simple index with /torch/)"; \
 	echo "         PIP_FIND_LINKS=DIR make $(MAKECMDGOALS)   DIR: a folder or web page holding torch-$(TORCH_VERSION)+cpu-*.whl"; \
 	echo "         make $(MAKECMDGOALS) TORCH=cuda           PyPI's CUDA build instead (about 4.5 GB more)"; \
-	echo "       See \"Behind a firewall\" in README.md (README.zh-CN.md: 国内网络)."
+	echo "       See \"Behind a firewall\" in docs/platforms.md (docs/platforms.zh-CN.md: 国内网络)."
 
 .DEFAULT_GOAL := help
 .PHONY: help setup lab test test-unit test-notebooks test-portable test-torch-newest lint outputs editions bench bench-batching clean lock
@@ -228,7 +229,7 @@ html-zh: $(STAMP) $(LECTURE_ASSETS) ## the Chinese chapters as static HTML pages
 assignments-zh: $(STAMP) ## the nbgrader course of the Chinese chapters in course-zh/
 	$(BIN)/python -m tools.nbgrader_course course-zh $(ZH_NOTEBOOKS)
 
-# --- A trial course on JupyterHub (issue 30): hub/jupyterhub_config.py, README "A course on JupyterHub" ---------------
+# --- A trial course on JupyterHub (issue 30): hub/jupyterhub_config.py, docs/teaching.md "A course on JupyterHub" ---
 # JupyterHub from the `hub` extra, its proxy configurable-http-proxy from npm (hub/package-lock.json, `npm ci`, needs
 # Node.js 20 or newer). `make hub` writes the course of every chapter into build/hub/course (make assignments), prints
 # new passwords once and runs the hub on 127.0.0.1 in the foreground: Ctrl+C stops it and everything it started.

@@ -97,6 +97,6 @@ def test_without_the_folder_make_stops_and_says_what_to_do(checkout, tmp_path):
     assert "error: pip could not install mha-notebooks[dev]" in said
     assert f"{UNREACHABLE} was out of reach, and PyPI and its mirrors have no torch {TORCH_VERSION}+cpu" in said
     for remedy in ("make setup TORCH_INDEX=URL", "PIP_FIND_LINKS=DIR make setup", "make setup TORCH=cuda",
-                   "README.zh-CN.md: 国内网络"):
+                   "docs/platforms.zh-CN.md: 国内网络"):
         assert remedy in said, remedy
     assert not (checkout / ".venv" / ".installed").exists()
