@@ -201,6 +201,29 @@ def test_the_command_line_names_a_bad_chapter_and_a_missing_one(capsys):
     assert "CHAPTER" in capsys.readouterr().err
 
 
+def test_the_command_line_speaks_the_language_of_the_edition(tmp_path, monkeypatch, capsys):
+    source, copy = tmp_path / "zh-CN" / "chapters", tmp_path / "my-chapters-zh"
+    write_edition(source, **{"00_start_here": "从这里开始", "03_splitting_heads": "拆分注意力头"})
+    monkeypatch.setitem(workcopy.EDITIONS, "zh_CN", workcopy.Edition("zh_CN", source, copy, "-zh"))
+    assert workcopy.main(["update", "--edition", "zh_CN"]) == 0
+    assert "已创建" in capsys.readouterr().out
+    type_answer(copy / "03_splitting_heads.ipynb")
+    write_edition(source, **{"03_splitting_heads": "拆分注意力头，第二版"})
+    assert workcopy.main(["update", "--edition", "zh_CN"]) == 0
+    printed = capsys.readouterr().out
+    assert "03_splitting_heads.ipynb 的新版本" in printed and "make refresh-zh" in printed
+    assert workcopy.main(["refresh", "--edition", "zh_CN"]) == 0
+    assert "已换成新版本；你原来的文件在" in capsys.readouterr().out
+    assert workcopy.main(["reset", "--edition", "zh_CN", "7"]) == 2
+    assert "CHAPTER=7 不是" in capsys.readouterr().err
+
+
+def test_every_message_is_there_in_every_language():
+    english = set(workcopy.MESSAGES["en"])
+    assert {language: set(messages) for language, messages in workcopy.MESSAGES.items()} == dict.fromkeys(
+        workcopy.EDITIONS, english)
+
+
 def test_the_copies_are_ignored_by_git_and_kept_by_make_clean():
     ignored = (ROOT / ".gitignore").read_text().splitlines()
     for edition in workcopy.EDITIONS.values():

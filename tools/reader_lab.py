@@ -27,10 +27,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 try:
-    from tools.workcopy import EDITIONS, ROOT, bring_up_to_date
+    from tools.workcopy import EDITIONS, ROOT, bring_up_to_date, say
 except ModuleNotFoundError:  # run as a script: python tools/reader_lab.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tools.workcopy import EDITIONS, ROOT, bring_up_to_date
+    from tools.workcopy import EDITIONS, ROOT, bring_up_to_date, say
 
 READER_CONFIG = ROOT / ".jupyter" / "reader"  # jupyter_server_config.json and labconfig/page_config.json
 SETTINGS = {"en": ROOT / ".jupyter" / "lab" / "settings", "zh_CN": ROOT / ".jupyter" / "lab" / "settings-zh"}
@@ -72,8 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
     edition = EDITIONS[args.edition]
     bring_up_to_date(edition)
-    print(f"==> JupyterLab in {edition.copy.relative_to(ROOT).as_posix()}/, without nbgrader's tools "
-          "(lecturers: make lab-instructor)", flush=True)
+    print(say(edition, "lab"), flush=True)
 
     env = environment(os.environ)
     if os.name == "posix":  # JupyterLab takes this process's place: Ctrl+C and make see it alone

@@ -35,15 +35,16 @@ BACKUPS = "backups"
 class Edition:
     """A reader edition, the folder of the reader's copy, and the make targets that act on it."""
 
+    language: str  # of the chapters, and of what the command line prints
     source: Path  # the edition, tracked by git
     copy: Path  # the reader's copy, ignored by git
     make_suffix: str  # `make lab{suffix}`, `make refresh{suffix}`, `make reset{suffix}`
 
 
-EDITIONS = {
-    "en": Edition(ROOT / "chapters", ROOT / "my-chapters", ""),
-    "zh_CN": Edition(ROOT / "zh-CN" / "chapters", ROOT / "my-chapters-zh", "-zh"),
-}
+EDITIONS = {edition.language: edition for edition in [
+    Edition("en", ROOT / "chapters", ROOT / "my-chapters", ""),
+    Edition("zh_CN", ROOT / "zh-CN" / "chapters", ROOT / "my-chapters-zh", "-zh"),
+]}
 
 
 @dataclass(frozen=True)
@@ -116,19 +117,25 @@ def status(source: Path, copy: Path) -> list[FileState]:
     return states
 
 
+class UnknownChapter(ValueError):
+    """A CHAPTER that names no chapter of the edition."""
+
+    def __init__(self, chapter: str, source: Path, numbers: str):
+        super().__init__(f"CHAPTER={chapter} names no chapter of {source}: give its number ({numbers}) "
+                         "or its file name")
+        self.chapter, self.numbers = chapter, numbers
+
+
 def find_chapter(source: Path, chapter: str) -> str:
     """The notebook of ``source`` that ``chapter`` names: ``4``, ``04``, ``04_multi_head_attention`` or a file name."""
     notebooks = [name for name in edition_files(source) if name.endswith(".ipynb") and "/" not in name]
     wanted = chapter.strip().removesuffix(".ipynb")
     if wanted.isdigit():
-        wanted = f"{int(wanted):02d}_"
-        matches = [name for name in notebooks if name.startswith(wanted)]
+        matches = [name for name in notebooks if name.startswith(f"{int(wanted):02d}_")]
     else:
         matches = [name for name in notebooks if name.removesuffix(".ipynb") == wanted]
     if len(matches) != 1:
-        numbers = ", ".join(name.split("_", 1)[0] for name in notebooks)
-        raise ValueError(f"CHAPTER={chapter} names no chapter of {source}: give its number ({numbers}) "
-                         f"or its file name")
+        raise UnknownChapter(chapter, source, ", ".join(name.split("_", 1)[0] for name in notebooks))
     return matches[0]
 
 
@@ -177,24 +184,63 @@ def refresh(source: Path, copy: Path) -> list[tuple[str, Path | None]]:
 
 # --- the command line (`make lab`, `make reset`, `make refresh` and their -zh twins) -------------------------------
 
+# What the command line prints, in the language of the edition (a reader of zh-CN/chapters/ reads Chinese)
+MESSAGES = {
+    "en": {
+        "made": "==> Made {copy}/, your own copy of {source}/: your answers live there, and `git pull` never "
+                "touches it (git ignores it).",
+        "added": "==> New in {source}/, now in {copy}/ too: {names}",
+        "newer": "==> {source}/ has a newer edition of {names}; your copy is as it was. `make refresh{suffix}` "
+                 "takes it in and keeps your file in {copy}/backups/.",
+        "reset": "==> {path} is the edition's again",
+        "refreshed": "==> {path}: the newer edition",
+        "kept": "; yours is {backup}",
+        "up to date": "==> {copy}/ has the newest edition of every chapter",
+        "unknown chapter": "error: CHAPTER={chapter} names no chapter of {source}/: give its number ({numbers}) "
+                           "or its file name",
+        "lab": "==> JupyterLab in {copy}/, without nbgrader's tools (lecturers: make lab-instructor)",
+        "as copied": "as copied", "not copied": "not in your copy yet", "newer edition": "newer edition",
+        "edited": "changed by you",
+    },
+    "zh_CN": {
+        "made": "==> 已创建 {copy}/，这是 {source}/ 的你自己的副本：答案写在这里。"
+                "Git 忽略它，`git pull` 永远不会碰它。",
+        "added": "==> {source}/ 中新增的章节已复制到 {copy}/：{names}",
+        "newer": "==> {source}/ 中有 {names} 的新版本；你的副本保持原样。`make refresh{suffix}` 会换成新版本，"
+                 "并把你的文件保存在 {copy}/backups/。",
+        "reset": "==> {path} 已恢复为当前版本",
+        "refreshed": "==> {path}：已换成新版本",
+        "kept": "；你原来的文件在 {backup}",
+        "up to date": "==> {copy}/ 中的每一章都已是最新版本",
+        "unknown chapter": "错误：CHAPTER={chapter} 不是 {source}/ 中的章节，请写章节编号（{numbers}）或文件名",
+        "lab": "==> 在 {copy}/ 中启动 JupyterLab，不带 nbgrader 的工具（教师请用 make lab-instructor）",
+        "as copied": "与复制时相同", "not copied": "尚未复制到你的副本", "newer edition": "有新版本",
+        "edited": "你改过",
+    },
+}
+
+
+def say(edition: Edition, message: str, **fields: object) -> str:
+    """``MESSAGES[language][message]`` for ``edition``, with its folders and make suffix filled in."""
+    return MESSAGES[edition.language][message].format(source=_show(edition.source), copy=_show(edition.copy),
+                                              suffix=edition.make_suffix, **fields)
+
+
 def _show(path: Path) -> str:
     return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
 
 
 def bring_up_to_date(edition: Edition) -> None:
     """``update`` the reader's copy of ``edition``, saying what it did and which chapters have a newer edition."""
-    source, copy = _show(edition.source), _show(edition.copy)
     first_use = not edition.copy.exists()
     added = update(edition.source, edition.copy)
     if first_use:
-        print(f"==> Made {copy}/, your own copy of {source}/: your answers live there, and `git pull` never "
-              "touches it (git ignores it).")
+        print(say(edition, "made"))
     elif added:
-        print(f"==> New in {source}/, now in {copy}/ too: {', '.join(added)}")
+        print(say(edition, "added", names=", ".join(added)))
     newer = [state.name for state in status(edition.source, edition.copy) if state.upstream_changed]
     if newer:
-        print(f"==> {source}/ has a newer edition of {', '.join(newer)}; your copy is as it was. "
-              f"`make refresh{edition.make_suffix}` takes it in and keeps your file in {copy}/{BACKUPS}/.")
+        print(say(edition, "newer", names=", ".join(newer)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,35 +248,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["update", "status", "reset", "refresh"])
     parser.add_argument("chapter", nargs="?", metavar="CHAPTER", help="reset only: the chapter, e.g. 04")
     parser.add_argument("--edition", choices=sorted(EDITIONS), default="en")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # `reset --edition zh_CN 04` as well as `reset 04 --edition zh_CN`
     edition = EDITIONS[args.edition]
     source, copy = edition.source, edition.copy
     if (args.command == "reset") != (args.chapter is not None):
         parser.error("CHAPTER: reset needs one (make reset CHAPTER=04), and only reset takes one")
 
-    try:
-        if args.command == "update":
-            bring_up_to_date(edition)
-        elif args.command == "status":
-            for state in status(source, copy):
-                notes = [note for note, flag in [("not in your copy yet", not state.in_copy),
-                                                 ("newer edition", state.upstream_changed),
-                                                 ("changed by you", state.edited)] if flag]
-                print(f"{state.name:50} {', '.join(notes) or 'as copied'}")
-        elif args.command == "reset":
+    def kept(backup: Path | None) -> str:
+        return say(edition, "kept", backup=_show(backup)) if backup else ""
+
+    if args.command == "update":
+        bring_up_to_date(edition)
+    elif args.command == "status":
+        for state in status(source, copy):
+            notes = [say(edition, note) for note, flag in [("not copied", not state.in_copy),
+                                                           ("newer edition", state.upstream_changed),
+                                                           ("edited", state.edited)] if flag]
+            print(f"{state.name:50} {', '.join(notes) or say(edition, 'as copied')}")
+    elif args.command == "reset":
+        try:
             name, backup = reset(source, copy, args.chapter)
-            print(f"==> {_show(copy / name)} is the edition's again"
-                  + (f"; yours is {_show(backup)}" if backup else ""))
-        else:
-            changed = refresh(source, copy)
-            for name, backup in changed:
-                print(f"==> {_show(copy / name)}: the newer edition"
-                      + (f"; yours is {_show(backup)}" if backup else ""))
-            if not changed:
-                print(f"==> {_show(copy)}/ has the newest edition of every chapter")
-    except (ValueError, NotADirectoryError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        except UnknownChapter as error:
+            print(say(edition, "unknown chapter", chapter=error.chapter, numbers=error.numbers), file=sys.stderr)
+            return 2
+        print(say(edition, "reset", path=_show(copy / name)) + kept(backup))
+    else:
+        changed = refresh(source, copy)
+        for name, backup in changed:
+            print(say(edition, "refreshed", path=_show(copy / name)) + kept(backup))
+        if not changed:
+            print(say(edition, "up to date"))
     return 0
 
 
