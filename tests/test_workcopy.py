@@ -239,3 +239,12 @@ def test_the_manifest_is_json_a_reader_can_read(tmp_path):
     workcopy.update(source, copy)
     manifest = json.loads((copy / workcopy.MANIFEST).read_text())
     assert manifest == {"00_start_here.ipynb": workcopy.sha256(source / "00_start_here.ipynb")}
+
+
+@pytest.mark.parametrize("edition", sorted(workcopy.EDITIONS))
+def test_no_chapter_reaches_outside_its_folder(edition):
+    # The copy holds the edition's folder and nothing above it: `../` in a link, an image or a path would break there.
+    source = workcopy.EDITIONS[edition].source
+    for path in sorted(source.glob("*.ipynb")):
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            assert "../" not in cell.source, f"{path.relative_to(ROOT)}, cell {index}: a path outside {source.name}/"
