@@ -3,14 +3,14 @@
     python -m tools.reader_lab [--edition zh_CN] [--port 8888]
 
 First the reader's copy is brought up to date (``tools/workcopy.py``: made on first use, new chapters added,
-nothing overwritten). Then JupyterLab starts in that copy, on 127.0.0.1, at chapter 00, with
+nothing of the reader's overwritten). Then JupyterLab starts in that copy, on 127.0.0.1, at chapter 00, with
 
 - the defaults of ``.jupyter/lab/settings`` (``settings-zh``: JupyterLab in Chinese) as its app settings, so a
   reader's own settings in ``~/.jupyter`` still win;
 - the configuration folder ``.jupyter/reader`` in front of ``JUPYTER_CONFIG_PATH``. It turns nbgrader's server
-  extensions and its JupyterLab extension off: no Nbgrader menu, no Validate button (which says "Success!" of an
-  unsolved chapter), no Create Assignment panel, no formgrader, and no formgrader error at start. Jupyter reads
-  the folder only when it is named there; nothing is written into the reader's ``~/.jupyter``.
+  extensions and its JupyterLab extension off: no Nbgrader menu, no Validate button (it reported "Success!" for
+  an unsolved chapter), no Create Assignment panel, no formgrader, and no formgrader error at start. Jupyter
+  reads the folder only when it is named there; nothing is written into the reader's ``~/.jupyter``.
 
 nbgrader stays installed for lecturers, whose JupyterLab (`make lab-instructor`) opens ``notebooks/`` with it.
 The real-browser test (``tests/browser/conftest.py``) starts its JupyterLab with ``environment()`` and

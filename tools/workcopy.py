@@ -8,8 +8,8 @@
 The reader edition ``chapters/`` is tracked by git, so an answer typed into it makes the next `git pull` stop
 ("Your local changes to the following files would be overwritten by merge"). A reader works in a copy instead,
 ``my-chapters/`` (``my-chapters-zh/`` for ``zh-CN/chapters/``), which git ignores and which is made on first use.
-A file of the copy is never overwritten: ``update`` only adds what the copy lacks, and ``reset`` and ``refresh``
-first move the reader's file into the copy's ``backups/`` folder.
+No change of the reader's is ever lost: ``update`` only adds what the copy lacks, ``reset`` first moves the
+reader's file into the copy's ``backups/`` folder, and ``refresh`` does so for every file the reader changed.
 
 The copy remembers, in its hidden ``.workcopy.json``, the SHA-256 of every file as it was copied. That tells a
 chapter that changed upstream (a newer edition came with `git pull`) from one the reader changed, or both.
