@@ -164,7 +164,7 @@ def test_a_chapter_that_is_not_there_is_a_clear_error(tmp_path, chapter):
         workcopy.find_chapter(tmp_path, chapter)
 
 
-def test_refresh_takes_in_newer_chapters_and_backs_up_only_what_the_reader_changed(tmp_path):
+def test_refresh_takes_in_newer_chapters_and_keeps_the_readers_files(tmp_path):
     source, copy = tmp_path / "chapters", tmp_path / "my-chapters"
     write_edition(source, **{"00_start_here": "Start here", "03_splitting_heads": "Splitting heads",
                              "04_mha": "Four"})
@@ -176,11 +176,23 @@ def test_refresh_takes_in_newer_chapters_and_backs_up_only_what_the_reader_chang
 
     changed = dict(workcopy.refresh(source, copy))
     assert set(changed) == {"00_start_here.ipynb", "03_splitting_heads.ipynb"}
-    assert changed["00_start_here.ipynb"] is None  # unchanged by the reader: nothing to keep
     assert answer_in(changed["03_splitting_heads.ipynb"]) == ANSWER
+    assert answer_in(changed["00_start_here.ipynb"]) == "answer = ..."  # every file replaced is kept
     assert nbformat.read(copy / "03_splitting_heads.ipynb", as_version=4).cells[0].source.endswith("edition")
     assert answer_in(copy / "04_mha.ipynb") == ANSWER  # no newer edition: left alone
     assert workcopy.refresh(source, copy) == []
+
+
+def test_answers_typed_into_chapters_before_the_copy_existed_survive_a_refresh(tmp_path):
+    # A reader of an older `make lab` answered in chapters/ itself; the first new `make lab` copies those answers,
+    # then `git checkout chapters` (or a pull) puts the edition back: the copy records the answers "as copied".
+    source, copy = tmp_path / "chapters", tmp_path / "my-chapters"
+    write_edition(source, **{"03_splitting_heads": "Splitting heads"})
+    type_answer(source / "03_splitting_heads.ipynb")
+    workcopy.update(source, copy)
+    write_edition(source, **{"03_splitting_heads": "Splitting heads"})
+    ((name, backup),) = workcopy.refresh(source, copy)
+    assert answer_in(backup) == ANSWER
 
 
 def test_a_copy_without_its_record_is_never_overwritten_without_a_backup(tmp_path):

@@ -8,8 +8,8 @@
 The reader edition ``chapters/`` is tracked by git, so an answer typed into it makes the next `git pull` stop
 ("Your local changes to the following files would be overwritten by merge"). A reader works in a copy instead,
 ``my-chapters/`` (``my-chapters-zh/`` for ``zh-CN/chapters/``), which git ignores and which is made on first use.
-No change of the reader's is ever lost: ``update`` only adds what the copy lacks, ``reset`` first moves the
-reader's file into the copy's ``backups/`` folder, and ``refresh`` does so for every file the reader changed.
+No change of the reader's is ever lost: ``update`` only adds what the copy lacks, and ``reset`` and ``refresh``
+first move the reader's file into the copy's ``backups/`` folder.
 
 The copy remembers, in its hidden ``.workcopy.json``, the SHA-256 of every file as it was copied. That tells a
 chapter that changed upstream (a newer edition came with `git pull`) from one the reader changed, or both.
@@ -167,15 +167,17 @@ def reset(source: Path, copy: Path, chapter: str) -> tuple[str, Path | None]:
 
 
 def refresh(source: Path, copy: Path) -> list[tuple[str, Path | None]]:
-    """Take in every file with a newer edition, and add new ones; a file the reader changed is backed up first.
+    """Take in every file with a newer edition, and add new ones; each file replaced is backed up first.
 
-    Returns (file, its backup or None) for each file replaced or added."""
+    Every one, not only those changed since they were copied: a copy made from a ``chapters/`` the reader had
+    already typed answers into records those answers as "as copied". Returns (file, its backup or None) for each
+    file replaced or added."""
     manifest = read_manifest(copy)
     changed = []
     for state in status(source, copy):
         if state.in_copy and not state.upstream_changed:
             continue
-        backup = back_up(copy, state.name) if state.in_copy and state.edited else None
+        backup = back_up(copy, state.name) if state.in_copy else None
         _copy_file(source, copy, state.name, manifest)
         changed.append((state.name, backup))
     write_manifest(copy, manifest)
