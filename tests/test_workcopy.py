@@ -114,6 +114,25 @@ def test_answering_in_the_tracked_edition_is_what_stops_git_pull(upstream, tmp_p
     assert pull.returncode != 0 and "would be overwritten by merge" in pull.stderr
 
 
+@needs_git
+def test_the_documented_move_of_answers_typed_into_chapters_lets_git_pull_through(upstream, tmp_path):
+    # docs/your-answers.md, "Answers you typed into chapters/ before": cp, git checkout, git pull, make lab
+    reader = tmp_path / "reader"
+    git(tmp_path, "clone", "--quiet", str(upstream), str(reader))
+    source, copy = reader / "chapters", reader / "my-chapters"
+    type_answer(source / "03_splitting_heads.ipynb")
+    maintainer_pushes(upstream, tmp_path, **{"03_splitting_heads": "Splitting heads, second edition"})
+    copy.mkdir()
+    for path in source.glob("*.ipynb"):
+        shutil.copy(path, copy / path.name)
+    assert git(reader, "checkout", "--", "chapters").returncode == 0
+    assert git(reader, "pull", "--quiet", "--ff-only").returncode == 0
+    assert workcopy.update(source, copy) == []
+    assert answer_in(copy / "03_splitting_heads.ipynb") == ANSWER
+    ((name, backup),) = workcopy.refresh(source, copy)
+    assert name == "03_splitting_heads.ipynb" and answer_in(backup) == ANSWER
+
+
 def test_update_makes_the_copy_then_only_adds_what_it_lacks(tmp_path):
     source, copy = tmp_path / "chapters", tmp_path / "my-chapters"
     write_edition(source, **{"00_start_here": "Start here", "03_splitting_heads": "Splitting heads"})
