@@ -28,7 +28,10 @@ def test_the_readers_lab_shows_no_instructor_tooling(server: str, request: pytes
         page.goto(lab.lab_url(START))
         page.wait_for_function("() => window.jupyterapp !== undefined")
         page.evaluate("() => window.jupyterapp.restored.then(() => true)")
-        expect(page.locator(".jp-NotebookPanel-toolbar")).to_be_visible()  # the chapter is open
+        # The chapter is open and drawn, with its toolbar filled (where nbgrader put its Validate button)
+        expect(page.locator(".jp-NotebookPanel .jp-Cell").first).to_be_visible()
+        expect(page.locator(".jp-NotebookPanel .jp-Spinner")).to_have_count(0)
+        expect(page.locator('.jp-NotebookPanel-toolbar [data-command="docmanager:save"]')).to_be_visible()
         page.screenshot(path=screenshots / f"{server}-0-chapter-00-unexecuted.png")
 
         # nbgrader's plugins (menu, validate, create-assignment, course and assignment lists) and commands
