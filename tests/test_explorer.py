@@ -513,7 +513,7 @@ def test_count_parameters_matches_the_costs_of_a_real_layer():
 
 
 def test_the_browser_recording_is_complete():
-    """mha_lib/_bench/results/explorer/: what tests/browser/test_explorer_latency.py wrote, quoted in benchmarks/README."""
+    """results/explorer/: what tests/browser/test_explorer_latency.py wrote, quoted in benchmarks/README.md."""
     recordings = sorted(files("mha_lib._bench").joinpath("results/explorer").iterdir(), key=lambda path: path.name)
     assert recordings, "benchmarks/README.md quotes the latest recording; there is none"
     for path in recordings:
