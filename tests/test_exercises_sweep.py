@@ -22,7 +22,9 @@ import torch
 from mha_lib.chapters.toy import IGNORE
 from mha_lib.exercises import ch05, ch06, ch07, ch08, ch09, ch10, ch11
 from mha_lib.exercises._engine import CORRECT, GRADING_VARIABLE, NOT_YET
-from mha_lib.flex import or_masks, sink_mask_mod, sliding_window_mask_mod
+from torch.nn.attention.flex_attention import or_masks
+
+from mha_lib.flex import sink_mask_mod, sliding_window_mask_mod
 
 GENERIC = "Check your reasoning step by step"  # the fallback hint of a predict checker: says nothing specific
 

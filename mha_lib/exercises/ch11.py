@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -78,7 +79,8 @@ def check_alibi_slopes(fn: Any) -> None:
     def as_tensor(f: Any) -> Any:
         def run(num_heads: int) -> Tensor:
             out = f(num_heads)
-            return torch.as_tensor(out, dtype=torch.float32) if isinstance(out, (list, tuple, Tensor)) else out
+            array_like = isinstance(out, (list, tuple, Tensor, np.ndarray))
+            return torch.as_tensor(out, dtype=torch.float32) if array_like else out
         return run
 
     def reference(num_heads: int) -> Tensor:
