@@ -21,7 +21,8 @@ import torch
 
 from mha_lib.chapters.toy import IGNORE
 from mha_lib.exercises import ch05, ch06, ch07, ch08, ch09, ch10, ch11
-from mha_lib.exercises._engine import CORRECT, GRADING_VARIABLE, NOT_YET
+from mha_lib.exercises._engine import CORRECT, GRADING_VARIABLE, NOT_YET, _same
+from mha_lib.i18n import _, set_language
 from torch.nn.attention.flex_attention import or_masks
 
 from mha_lib.flex import sink_mask_mod, sliding_window_mask_mod
@@ -493,6 +494,34 @@ def test_the_sweep_covers_every_checker_of_chapters_05_to_11():
     checkers = {getattr(module, name) for module in modules for name in module.__all__}
     swept = {checker for _, _, checker, *_ in WRONG} & {checker for _, _, checker, *_ in RIGHT}
     assert checkers == swept, sorted(c.__name__ for c in checkers ^ swept)
+
+
+def test_in_chinese_every_answer_still_gets_one_line_and_its_verdict():
+    set_language("zh_CN")
+    try:
+        for should, cases in ((_(NOT_YET), WRONG), (_(CORRECT), RIGHT)):
+            for label, form, checker, answer, *_rest in cases:
+                line = verdict(checker, answer)
+                assert line.startswith(should), f"{label}: {form}: {line}"
+    finally:
+        set_language("en")
+
+
+@pytest.mark.parametrize(("a", "b", "same"), [
+    (536_870_912, 536_870_913, False),  # ints compare exactly: a byte too many is wrong
+    (536_870_912, 536_870_912.0, True),  # a whole float is that int
+    (536_870_912, 536_870_912.5, False),  # ... and no other
+    (96, 3e9 * 2 * 8 * 2 / 1e9, True),  # float arithmetic that comes out whole
+    (0.1 + 0.2, 0.3, True),  # two floats within a relative 1e-6
+    (np.int64(6), 6, True), (np.float16(-np.inf), float("-inf"), True),
+    (np.array([18, 5, 8]), (18, 5, 8), True), (np.array([[1, 2]]), ((1, 2),), True),
+    (np.array([1, 2]), (1, 2, 3), False),  # used to raise: the truth value of an array is ambiguous
+    (torch.tensor(42), 42, True), (42, torch.tensor(42.0), True),  # a 0-d tensor where a number is expected
+    (torch.tensor([42]), 42, False), (torch.ones(2), (1.0, 1.0), False),  # a tensor where a tuple is: not plain
+    (True, 1, False), ("6", 6, False), (None, 0, False),
+])
+def test_same_compares_values_as_the_engine_s_docstring_says(a, b, same):
+    assert _same(a, b) is same and _same(b, a) is same
 
 
 if __name__ == "__main__":  # the table of the report
