@@ -18,14 +18,13 @@ import math
 import numpy as np
 import pytest
 import torch
+from torch.nn.attention.flex_attention import or_masks
 
 from mha_lib.chapters.toy import IGNORE
 from mha_lib.exercises import ch05, ch06, ch07, ch08, ch09, ch10, ch11
 from mha_lib.exercises._engine import CORRECT, GRADING_VARIABLE, NOT_YET, _same
-from mha_lib.i18n import _, set_language
-from torch.nn.attention.flex_attention import or_masks
-
 from mha_lib.flex import sink_mask_mod, sliding_window_mask_mod
+from mha_lib.i18n import _, set_language
 
 GENERIC = "Check your reasoning step by step"  # the fallback hint of a predict checker: says nothing specific
 
@@ -84,8 +83,8 @@ def obvious_wrong(right):
     """None, a string, the stub's ..., and a wrong answer in each form the right one may take."""
     wrong = {"None": None, "a string": str(right), "the stub ...": ...}
     if isinstance(right, (int, float)) and math.isfinite(right):
-        wrong.update({"not a whole number": right + 0.5, "as a list": [right], "numpy, wrong value": np.array(right + 2),
-                      "half of it as a float": right / 2 + 0.25})
+        wrong.update({"not a whole number": right + 0.5, "as a list": [right],
+                      "numpy, wrong value": np.array(right + 2), "half of it as a float": right / 2 + 0.25})
     elif isinstance(right, (list, tuple)) and not isinstance(right[0], (list, tuple)):
         wrong.update({
             "one number too few": tuple(right[:-1]),
@@ -280,7 +279,8 @@ def document_ids_right(lengths):
 
 CODE_RIGHT = [
     ("05 E3 my_mha_flops", "the formula", ch05.check_mha_flops, mha_flops_right),
-    ("05 E3 my_mha_flops", "in floats", ch05.check_mha_flops, lambda b, n_q, n_kv, d: float(mha_flops_right(b, n_q, n_kv, d))),
+    ("05 E3 my_mha_flops", "in floats", ch05.check_mha_flops,
+     lambda b, n_q, n_kv, d: float(mha_flops_right(b, n_q, n_kv, d))),
     ("05 E3 my_mha_flops", "as a 0-d tensor", ch05.check_mha_flops,
      lambda b, n_q, n_kv, d: torch.tensor(mha_flops_right(b, n_q, n_kv, d))),
     ("05 E3 my_mha_flops", "as numpy int64", ch05.check_mha_flops,
@@ -472,14 +472,14 @@ def _readers_session(monkeypatch):
 
 
 @pytest.mark.parametrize(("label", "form", "checker", "answer"), RIGHT,
-                         ids=[f"{label}: {form}" for label, form, *_ in RIGHT])
+                         ids=[f"{label}: {form}" for label, form, *_rest in RIGHT])
 def test_a_right_answer_in_another_form_is_correct(label, form, checker, answer):
     line = verdict(checker, answer)
     assert line.startswith(CORRECT), line
 
 
 @pytest.mark.parametrize(("label", "form", "checker", "answer", "phrase"), WRONG,
-                         ids=[f"{label}: {form}" for label, form, *_ in WRONG])
+                         ids=[f"{label}: {form}" for label, form, *_rest in WRONG])
 def test_a_wrong_answer_gets_a_hint_and_no_traceback(label, form, checker, answer, phrase):
     line = verdict(checker, answer)
     assert line.startswith(NOT_YET), line
@@ -492,7 +492,8 @@ def test_a_wrong_answer_gets_a_hint_and_no_traceback(label, form, checker, answe
 def test_the_sweep_covers_every_checker_of_chapters_05_to_11():
     modules = [ch05, ch06, ch07, ch08, ch09, ch10, ch11]
     checkers = {getattr(module, name) for module in modules for name in module.__all__}
-    swept = {checker for _, _, checker, *_ in WRONG} & {checker for _, _, checker, *_ in RIGHT}
+    swept_wrong = {checker for _label, _form, checker, *_rest in WRONG}
+    swept = swept_wrong & {checker for _label, _form, checker, *_rest in RIGHT}
     assert checkers == swept, sorted(c.__name__ for c in checkers ^ swept)
 
 
@@ -527,7 +528,7 @@ def test_same_compares_values_as_the_engine_s_docstring_says(a, b, same):
 if __name__ == "__main__":  # the table of the report
     print("| exercise | answer | should be | the checker's line |\n|---|---|---|---|")
     for should, cases in (("❌", WRONG), ("✅", RIGHT)):
-        for label, form, checker, answer, *_ in cases:
+        for label, form, checker, answer, *_rest in cases:
             try:
                 with contextlib.redirect_stdout(io.StringIO()) as out:
                     checker(answer)

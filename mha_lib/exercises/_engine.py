@@ -137,8 +137,8 @@ def _answer_message(answer: Any, expected: Any, *, name: str, hints: Mapping[Any
                               "{answer} has another form.").format(name=name, form=_form(expected), answer=_show(given))
     broken = _not_whole(given, expected)
     if broken is not None:
-        return _(NOT_YET) + _("{value} is not a whole number, but {name} is made of whole numbers here: look for a "
-                              "division that does not come out even.").format(value=_show(broken), name=name)
+        return _(NOT_YET) + _("{value} is not a whole number, but the answer here is made of whole numbers ({name}): "
+                              "look for a division that does not come out even.").format(value=_show(broken), name=name)
     if _reordered(given, expected):
         return _(NOT_YET) + _("{answer} has the right numbers in another order: read again in which order the "
                               "question asks for {name}.").format(answer=_show(given), name=name)
@@ -253,7 +253,8 @@ def _explain_error(error: Exception, name: str, where: str, arg_names: Sequence[
     if "Boolean value of Tensor" in message and "ambiguous" in message:
         return _("{name} asked Python for one True or False about a whole tensor ({where}): Python's max, min, if, "
                  "and, or compare single numbers. On tensors use torch.maximum(a, b) and torch.minimum(a, b), element "
-                 "by element, torch.where(condition, a, b) for if, and &, | for and, or.").format(name=name, where=where)
+                 "by element, torch.where(condition, a, b) for if, and &, | for and, or.").format(name=name,
+                                                                                                 where=where)
     if isinstance(error, NameError):
         return _("{name} uses a name that does not exist ({kind}: {message}). Use only its arguments and names "
                  "defined in the notebook.").format(name=name, kind=kind, message=message)
