@@ -57,8 +57,8 @@ def test_fixed_softmax_rejects_a_constant_fill_above_the_bottom_of_the_range(cap
 def test_the_probe_s_visible_scores_lie_below_every_fill_but_finfo_min():
     scores, mask = ch08._low_scores()
     lowest = torch.finfo(torch.float16).min
-    assert scores.dtype == torch.float16 and scores[mask.bool()].max().item() == ch08.LOWEST_VISIBLE
-    assert ch08.LOWEST_VISIBLE - 64 == lowest  # two float16 steps of 32 above the bottom of the range
+    assert scores.dtype == torch.float16 and scores[mask.bool()].max().item() == ch08.VISIBLE_MAX
+    assert ch08.VISIBLE_MAX - 64 == lowest  # two float16 steps of 32 above the bottom of the range
     weights = finfo_fill(scores, mask)  # the right answer keeps the weight on the visible keys
     assert weights[0, 0, :2].sum().item() == 1.0 and weights[0, 0, 2:].sum().item() == 0.0
 

@@ -48,12 +48,12 @@ def _nothing_to_see() -> tuple[Tensor, Tensor]:
     return scores, mask
 
 
-LOWEST_VISIBLE = -65440.0  # the third most negative float16; a fill must lie below the scores a query may see
+VISIBLE_MAX = -65440.0  # the largest visible score of the probe: the third most negative float16 (steps of 32)
 
 
 def _low_scores() -> tuple[Tensor, Tensor]:
     """float16 scores at the bottom of the range, keys 0-1 visible: only a fill at finfo.min (or -inf) stays below."""
-    scores = torch.tensor([[[LOWEST_VISIBLE - 32, LOWEST_VISIBLE, 0.5, 1.0]]], dtype=torch.float16)  # (1, 1, 4)
+    scores = torch.tensor([[[VISIBLE_MAX - 32, VISIBLE_MAX, 0.5, 1.0]]], dtype=torch.float16)  # (1, 1, 4)
     mask = torch.tensor([[[1, 1, 0, 0]]])
     return scores, mask
 
@@ -103,7 +103,7 @@ def _fill_above_the_bottom(fn: Any) -> str:
     except Exception as error:  # noqa: BLE001 - any error in the reader's code becomes a hint
         return _("fixed_softmax raised {error} for float16 scores at the bottom of the range, (1, 1, 4) = "
                  "[[[{low}, {lowest}, 0.5, 1.0]]] with the last two keys hidden.").format(
-            error=f"{type(error).__name__}: {error}", low=f"{LOWEST_VISIBLE - 32:g}", lowest=f"{LOWEST_VISIBLE:g}")
+            error=f"{type(error).__name__}: {error}", low=f"{VISIBLE_MAX - 32:g}", lowest=f"{VISIBLE_MAX:g}")
     if math.isnan(hidden_share):
         return _("your output contains NaN for float16 scores at the bottom of the range; the reference has none.")
     if hidden_share < 1e-3:
@@ -111,7 +111,7 @@ def _fill_above_the_bottom(fn: Any) -> str:
     return _("your fill is a constant above the bottom of the range, and real scores below it lose to the hidden "
              "keys: a query that may see only scores near {lowest} (float16) gives {share} of its weight to hidden "
              "keys. No real score lies below torch.finfo(scores.dtype).min (section 5): fill with it.").format(
-        lowest=f"{LOWEST_VISIBLE:g}", share=f"{hidden_share:.0%}")
+        lowest=f"{VISIBLE_MAX:g}", share=f"{hidden_share:.0%}")
 
 
 def check_fixed_masked_softmax(fn: Any) -> None:
