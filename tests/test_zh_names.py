@@ -76,3 +76,14 @@ ENGLISH_EDITION = {  # what sends a Chinese reader to the English edition
 def test_the_chinese_edition_points_to_itself(pattern):
     found = [f"{place}: {text[:80]!r}" for place, text in translations("all") if re.search(pattern, text)]
     assert not found, ENGLISH_EDITION[pattern] + ":\n" + "\n".join(found)
+
+
+KEPT_IN_FORMULAS = {"model", "FLOPs", "(float32)"}  # d_\text{model} as in the paper; a unit; a dtype
+
+
+def test_the_chinese_formulas_write_no_english_words():
+    """Issue 41, item 5: ``\\text{score bytes}`` is 分数字节数 in the Chinese edition (code names stay as they are)."""
+    found = [f"{place}: \\text{{{words}}}" for place, text in translations("all")
+             for words in re.findall(r"\\text\{([^{}]*)\}", text)
+             if re.search(r"[A-Za-z]{2,}", words) and "\\_" not in words and words not in KEPT_IN_FORMULAS]
+    assert not found, "English words in a formula:\n" + "\n".join(found)
