@@ -58,3 +58,15 @@ def test_two_heads_fit_one_head_stays_above_floor(seed):
     one, two = fit_two_place(1, seed), fit_two_place(2, seed)
     assert one.error >= one.floor - 1e-9 and one.floor > 0.3
     assert two.error < 1e-4
+
+
+def test_one_head_succeeds_when_the_contents_sit_in_separate_features():
+    # Position 1's content only in feature 0, position 3's only in feature 1: one blend keeps both.
+    queries, keys, values, _ = random_two_place(128, seed=0)
+    values = values.clone()
+    values[:, 1, 1] = 0.0
+    values[:, 3, 0] = 0.0
+    keys = torch.cat([keys[..., :4], values], dim=-1)
+    targets = values[:, [1, 3]].reshape(128, 1, 2 * CONTENT_SIZE)
+    assert one_head_floor(targets) < 1e-12  # the targets lie on one plane of 2 dimensions
+    assert fit_layer(1, (queries, keys, values), targets, seed=0, steps=800).error < 1e-3
