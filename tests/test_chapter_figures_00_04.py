@@ -8,7 +8,7 @@ from mha_lib import transpose_qkv
 from mha_lib.chapters.fold_figure import draw_fold_steps, fold_steps
 from mha_lib.chapters.source import source_with_helpers
 from mha_lib.chapters.why_heads import two_place_inputs, two_place_layer
-from mha_lib.chapters.why_heads_figures import draw_head_weights, draw_one_head_bound
+from mha_lib.chapters.why_heads_figures import draw_head_weights
 
 X = torch.stack([torch.arange(10, 18).reshape(2, 4), torch.arange(20, 28).reshape(2, 4)])
 
@@ -56,16 +56,6 @@ def test_head_weights_figure_checks_its_input():
         draw_head_weights(torch.zeros(4), torch.zeros(3, 4))
     with pytest.raises(ValueError, match="same positions"):
         draw_head_weights(torch.zeros(4), torch.zeros(2, 3))
-
-
-def test_one_head_bound_labels_the_distances():
-    contents = torch.tensor([[2.0, 0.0], [8.0, 0.0], [0.0, 2.0], [0.0, 8.0]])
-    fig = draw_one_head_bound(contents, torch.tensor([8.0, 0.0, 0.0, 8.0]), torch.tensor([4.0, 5.0]))
-    labels = fig.axes[0].get_legend_handles_labels()[1]
-    assert any("8.00" in label for label in labels)  # the bound, reached at (4, 4)
-    assert any(f"{(2 * 1 + 64) ** 0.5:.2f}" in label for label in labels)  # sqrt(2 (a-4)^2 + 2 (b-4)^2 + 64)
-    with pytest.raises(ValueError, match="contents"):
-        draw_one_head_bound(contents[:, :1], torch.zeros(4), torch.zeros(2))
 
 
 def test_source_with_helpers_follows_calls_into_the_same_module():
