@@ -148,7 +148,7 @@ clean: ## remove the virtual environments, caches and build output
 # `make outputs` refreshes the notebooks that strict nbval compares. uv comes from `pip install uv`.
 UV ?= uv
 lock: ## regenerate requirements.lock from pyproject.toml with uv (LOCK_ARGS=--upgrade to take new releases)
-	$(UV) pip compile pyproject.toml --extra dev --extra browser --extra hub --universal --python-version 3.11 \
+	$(UV) pip compile pyproject.toml --extra dev --extra browser --extra hub --extra book --universal --python-version 3.11 \
 		--custom-compile-command "make lock" --output-file $(LOCK) $(LOCK_ARGS)
 
 # Lecture mode (tools/lecture): reveal.js slides and static HTML pages that work offline. reveal.js and MathJax
