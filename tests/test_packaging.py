@@ -179,7 +179,7 @@ def test_browser_extra_brings_playwright_and_stays_out_of_the_environment():
 
 
 def test_book_extra_stays_out_of_the_environment():
-    assert {"sphinx", "myst-nb", "sphinx-book-theme", "jieba"} <= BOOK_EXTRA, "make book builds with these"
+    assert {"sphinx", "myst-nb", "sphinx-book-theme"} <= BOOK_EXTRA, "make book builds with these"
     assert not BOOK_EXTRA & set(requirements("dev")), "Binder and `make setup` need no site generator"
 
 

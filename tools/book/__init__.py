@@ -7,8 +7,8 @@ From the repository root (``make book`` runs it)::
 The generator is Sphinx with MyST-NB (it reads the notebooks, outputs included, and executes nothing) and the
 Sphinx Book Theme, the stack that Jupyter Book 1 wraps; they come from the ``book`` extra of pyproject.toml. Each
 language is its own Sphinx project and its own site: ``chapters/`` becomes ``OUT/en/``, ``zh-CN/chapters/``
-becomes ``OUT/zh-CN/`` (the theme's and Sphinx's own words in Chinese, and Chinese words in the search index,
-split by jieba), and ``OUT/index.html`` links both. Every page has a link to the same page in the other language.
+becomes ``OUT/zh-CN/`` (the theme's and Sphinx's own words in Chinese, and a search that finds Chinese words:
+tools/book/search_zh.py), and ``OUT/index.html`` links both. Every page links the same page in the other language.
 
 What the book shows differs from the notebook in three ways, all made on copies in ``OUT/_sources/``:
 
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import html
 import io
-import logging
 import multiprocessing
 import os
 import shutil
@@ -80,8 +79,9 @@ book shows them with their stored outputs (printed shapes, figures, tables), not
 - **Exercises** are left unsolved, as in the notebooks you would run: each solution is folded under
   *Show a solution*.
 - **Run the code** in JupyterLab on your machine: clone the repository, then `make lab` opens this edition
-  (`chapters/`). Each chapter's download button (⬇) gives its notebook. The Binder and Colab buttons (🚀) open the
-  chapter from the repository named in `pyproject.toml`, {repository}, and work once it is public.
+  (`chapters/`). The download button at the top of each chapter gives its notebook; the launch button (the rocket)
+  opens the chapter on Binder or Colab from the repository named in `pyproject.toml`, {repository}, which works
+  once that repository is public.
 - Interactive widgets (chapters 05, 09, 10, 11) need a running notebook; here a sentence marks their place.
 """,
         chapters_caption="Chapters",
@@ -92,13 +92,16 @@ book shows them with their stored outputs (printed shapes, figures, tables), not
         code="zh_CN", html_lang="zh-CN", chapters=ROOT / "zh-CN" / "chapters",
         title="多头注意力",
         intro="""\
-十二章，讲一个机制：**多头注意力**，即让序列中每个位置同时通过多个头从其他位置收集信息的那一层。每一章都是一个
-Jupyter 笔记本；本书连同保存的输出（打印的形状、图、表）一起展示它们，无需安装任何东西。
+十二章，讲一个机制：**多头注意力**，即让序列中每个位置同时通过多个头从其他位置收集信息的那一层。
+每一章都是一个 Jupyter 笔记本；本书连同保存的输出（打印的形状、图、表）一起展示它们，无需安装任何东西。
 
-- **阅读**：请按顺序读，各章环环相扣，每章开头都写明读完后你能做到什么。搜索框可以在所有章节中查找函数、术语或形状。
+- **阅读**：请按顺序读，各章环环相扣，每章开头都写明读完后你能做到什么。
+  搜索框可以在所有章节中查找函数、术语或形状。
 - **练习**保持未解答的状态，与你要运行的笔记本相同：每道题的参考答案折叠在“显示参考答案”之下。
-- **运行代码**：在自己的电脑上用 JupyterLab。克隆仓库后，`make lab-zh` 打开这一版（`zh-CN/chapters/`）。每章的下载按钮（⬇）
-  提供该章的笔记本。Binder 和 Colab 按钮（🚀）从 `pyproject.toml` 中登记的仓库 {repository} 打开该章，
+- **运行代码**：在自己的电脑上用 JupyterLab。
+  克隆仓库后，`make lab-zh` 打开这一版（`zh-CN/chapters/`）。
+  每章顶部的下载按钮提供该章的笔记本；
+  启动按钮（火箭图标）从 `pyproject.toml` 中登记的仓库 {repository} 在 Binder 或 Colab 上打开该章，
   该仓库公开后即可使用。
 - 交互式控件（第 05、09、10、11 章）需要运行中的笔记本；本书在它们的位置放一句说明。
 """,
@@ -175,7 +178,8 @@ def sphinx_config(edition: Edition, static: Path, repository: str) -> dict:
         "copyright": "the mha-notebooks authors; prose and figures CC-BY-4.0, code MIT",
         "language": edition.code,
         "root_doc": "index",
-        "extensions": ["myst_nb"],
+        # the Chinese book's search index: characters and pairs of characters (tools/book/search_zh.py)
+        "extensions": ["myst_nb", *(["tools.book.search_zh"] if edition.code == "zh_CN" else [])],
         "exclude_patterns": ["_build", "**.ipynb_checkpoints"],
         # MyST-NB: show the stored outputs, never execute; the markdown of Jupyter with $math$
         "nb_execution_mode": "off",
@@ -195,7 +199,8 @@ def sphinx_config(edition: Edition, static: Path, repository: str) -> dict:
         },
         "html_theme": "sphinx_book_theme",
         "html_title": edition.title,
-        "html_static_path": [str(static)],
+        "html_static_path": [str(HERE / "static"), str(static)],
+        "html_css_files": ["book.css"],
         "templates_path": [str(HERE / "templates")],
         "html_sourcelink_suffix": "",  # _sources/03_splitting_heads.ipynb: the download button's notebook
         "html_last_updated_fmt": None,
@@ -223,7 +228,6 @@ def build_edition(edition: Edition, out: Path, assets: Assets, work: Path) -> li
     from sphinx.util.console import nocolor
 
     nocolor()  # plain warnings, to print and to compare
-    logging.getLogger("jieba").setLevel(logging.WARNING)  # not its "Building prefix dict" lines
 
     source = (work / edition.html_lang / "source").resolve()
     static = (work / edition.html_lang / "static").resolve()
@@ -231,15 +235,21 @@ def build_edition(edition: Edition, out: Path, assets: Assets, work: Path) -> li
     if static.exists():
         shutil.rmtree(static)
     shutil.copytree(assets.mathjax, static / "mathjax")
-    if out.exists():
-        shutil.rmtree(out)
+    # Sphinx writes into work/, then the site moves to ``out``: MyST-NB puts the outputs' files into a folder
+    # beside Sphinx's output folder (jupyter_execute/), which must be neither in the site nor shared by the languages.
+    html_dir = work / edition.html_lang / "html"
+    for folder in (html_dir, out):
+        if folder.exists():
+            shutil.rmtree(folder)
     warnings = io.StringIO()
-    app = Sphinx(str(source), None, str(out), str(work / edition.html_lang / "doctrees"), "html",
+    app = Sphinx(str(source), None, str(html_dir), str(work / edition.html_lang / "doctrees"), "html",
                  confoverrides=sphinx_config(edition, static, repository_url()), status=None, warning=warnings,
-                 freshenv=True, keep_going=True)
+                 freshenv=True)
     app.build()
     for path in chapters:  # the download button gives the reader edition's notebook as it is
-        shutil.copy2(path, out / "_sources" / path.name)
+        shutil.copy2(path, html_dir / "_sources" / path.name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(html_dir, out)
     return [line for line in warnings.getvalue().splitlines() if line.strip()]
 
 
