@@ -172,6 +172,24 @@ html: $(STAMP) $(LECTURE_ASSETS) ## every chapter as a static HTML page, with an
 	rm -rf build/html
 	$(BIN)/python -m tools.lecture html --assets $(LECTURE_VENDOR) --out build/html $(NOTEBOOKS)
 
+# --- The book (issue 35): the reader edition as a static web site, to read without installing anything --------------
+# tools/book builds chapters/ and zh-CN/chapters/ with their stored outputs (nothing is executed) into build/book/en and
+# build/book/zh-CN, with Sphinx, MyST-NB and the Sphinx Book Theme from the `book` extra (at the versions of the lock).
+# MathJax is the vendored copy of the slides; no page loads anything from the network. Open build/book/index.html,
+# or serve build/book with any static web server. `make test-book` opens it in headless Chromium (needs chromium).
+.PHONY: book test-book
+BOOK_STAMP := $(VENV)/.installed-book
+
+$(BOOK_STAMP): $(STAMP)
+	$(call pip_install,dev$(comma)book)
+	touch $@
+
+book: $(BOOK_STAMP) $(LECTURE_ASSETS) ## the reader edition, English and Chinese, as a static web site in build/book/ (open index.html)
+	$(BIN)/python -m tools.book --assets $(LECTURE_VENDOR) --out build/book
+
+test-book: book $(BROWSER_STAMP) ## build the book, then read it in headless Chromium: chapters, figures, math, search, folds
+	timeout --kill-after=30 600 $(BIN)/python -m pytest tests/book
+
 # --- The real-browser test (issue 7): JupyterLab in headless Chromium, as a reader uses it. ---
 # Needs Debian's chromium (`apt-get install chromium`; .ci/run installs it). Playwright drives it and never
 # downloads a browser. Screenshots of every step go to build/screenshots/. `timeout` stops a hung run.
