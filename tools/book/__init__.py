@@ -1,8 +1,12 @@
 """The book: the reader edition as a static web site, in English and Chinese, to read without installing anything.
 
-From the repository root (``make book`` runs it)::
+From the repository root (``make book`` runs the first, ``make html`` the second)::
 
     python -m tools.book --assets build/vendor --out build/book
+    python -m tools.book --assets build/vendor --out build/html --solved
+
+``--solved`` builds the instructor edition (``notebooks/``, ``zh-CN/notebooks/``: every exercise solved in place)
+for lecturers, in the same way; everything below is said of the reader edition and holds for both.
 
 The generator is Sphinx with MyST-NB (it reads the notebooks, outputs included, and executes nothing) and the
 Sphinx Book Theme, the stack that Jupyter Book 1 wraps; they come from the ``book`` extra of pyproject.toml. Each
@@ -30,6 +34,7 @@ public.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import io
 import multiprocessing
@@ -63,6 +68,9 @@ class Edition:
     chapters_caption: str
     widget_note: str  # replaces a live widget's output
     switch_label: str  # the link to the same page in this language, shown on the other language's pages
+    instructor_chapters: Path  # the instructor edition (every exercise solved), which `make html` shows
+    instructor_title: str
+    instructor_intro: str
 
 
 EDITIONS = {
@@ -87,6 +95,14 @@ book shows them with their stored outputs (printed shapes, figures, tables), not
         chapters_caption="Chapters",
         widget_note="*An interactive widget is here: run the chapter in JupyterLab (`make lab`) to use it.*",
         switch_label="English",
+        instructor_chapters=ROOT / "notebooks",
+        instructor_title="Multi-head attention (instructor edition)",
+        instructor_intro="""\
+The instructor edition (`notebooks/`): the twelve chapters with every exercise solved in place, for lecturers.
+Readers get the reader edition (`make book`), where each solution is folded under *Show a solution*.
+The search box finds a function, a term or a shape across every chapter; the launch button (the rocket) opens a
+chapter on Binder or Colab from the repository named in `pyproject.toml`, {repository}, once it is public.
+""",
     ),
     "zh_CN": Edition(
         code="zh_CN", html_lang="zh-CN", chapters=ROOT / "zh-CN" / "chapters",
@@ -108,8 +124,22 @@ book shows them with their stored outputs (printed shapes, figures, tables), not
         chapters_caption="章节",
         widget_note="*此处是一个交互式控件：在 JupyterLab 中运行本章（`make lab-zh`）即可使用。*",
         switch_label="简体中文",
+        instructor_chapters=ROOT / "zh-CN" / "notebooks",
+        instructor_title="多头注意力（教师版）",
+        instructor_intro="""\
+教师版（`zh-CN/notebooks/`）：十二章，每道练习都已就地解答，供授课者使用。
+读者请看读者版（`make book`），其中每道题的参考答案都折叠在“显示参考答案”之下。
+搜索框可以在所有章节中查找函数、术语或形状；
+启动按钮（火箭图标）从 `pyproject.toml` 中登记的仓库 {repository} 在 Binder 或 Colab 上打开该章，该仓库公开后即可使用。
+""",
     ),
 }
+
+
+def instructor(edition: Edition) -> Edition:
+    """The same language's instructor edition: its chapters, title and home page."""
+    return dataclasses.replace(edition, chapters=edition.instructor_chapters, title=edition.instructor_title,
+                               intro=edition.instructor_intro)
 
 
 def repository_url() -> str:
@@ -120,7 +150,7 @@ def repository_url() -> str:
 
 
 def other(edition: Edition) -> Edition:
-    (found,) = [e for e in EDITIONS.values() if e != edition]
+    (found,) = [e for e in EDITIONS.values() if e.code != edition.code]
     return found
 
 
@@ -272,11 +302,11 @@ a {{ font-size: 1.3em; display: block; margin: 0.6em 0; }}
 """
 
 
-def root_page() -> str:
+def root_page(editions: list[Edition]) -> str:
     """OUT/index.html: one link per language."""
     links = "\n".join(f'<a href="{e.html_lang}/index.html" lang="{e.html_lang}">{html.escape(e.title)} '
-                      f'({html.escape(e.switch_label)})</a>' for e in EDITIONS.values())
-    return ROOT_PAGE.format(title=" · ".join(html.escape(e.title) for e in EDITIONS.values()), links=links)
+                      f'({html.escape(e.switch_label)})</a>' for e in editions)
+    return ROOT_PAGE.format(title=" · ".join(html.escape(e.title) for e in editions), links=links)
 
 
 def site_problems(site: Path) -> list[str]:
@@ -292,8 +322,10 @@ def site_problems(site: Path) -> list[str]:
     return problems
 
 
-def build(out: Path, vendor: Path, languages: list[str] | None = None) -> list[Path]:
+def build(out: Path, vendor: Path, languages: list[str] | None = None, solved: bool = False) -> list[Path]:
     """Build the book of each language (default: all) into ``out/<lang>/`` and ``out/index.html``.
+
+    ``solved``: the instructor edition (notebooks/, zh-CN/notebooks/) instead of the reader edition.
 
     Raises RuntimeError when Sphinx warned or a page would not work offline. Returns the home pages.
     """
@@ -301,7 +333,7 @@ def build(out: Path, vendor: Path, languages: list[str] | None = None) -> list[P
     out = Path(out)
     work = out.parent / f"{out.name}-work"  # the book's copies of the chapters, static files and doctrees
     homes, problems = [], []
-    editions = [EDITIONS[code] for code in languages or list(EDITIONS)]
+    editions = [instructor(EDITIONS[code]) if solved else EDITIONS[code] for code in languages or list(EDITIONS)]
     # Each language in a fresh process: docutils' registry of nodes and directives is global, and a second Sphinx
     # application in the same process warns about every one of them. The two run side by side where there are cores.
     workers = max(1, min(len(editions), os.cpu_count() or 1))
@@ -313,7 +345,7 @@ def build(out: Path, vendor: Path, languages: list[str] | None = None) -> list[P
             problems += [f"{edition.html_lang}: {line}" for line in run.result()]
             problems += [f"{edition.html_lang}/{line}" for line in site_problems(site)]
             homes.append(site / "index.html")
-    (out / "index.html").write_text(root_page(), encoding="utf-8")
+    (out / "index.html").write_text(root_page(editions), encoding="utf-8")
     if problems:
         raise RuntimeError("the book was built, with problems:\n" + "\n".join(problems))
     return homes

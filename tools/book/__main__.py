@@ -1,4 +1,4 @@
-"""Command line of tools.book: ``python -m tools.book --assets build/vendor --out build/book`` (see __init__)."""
+"""Command line of tools.book: ``python -m tools.book --assets build/vendor --out build/book [--solved]``."""
 
 import argparse
 import sys
@@ -15,10 +15,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="where tools/lecture/requirements-assets.txt was installed (pip --target)")
     parser.add_argument("--language", action="append", choices=list(EDITIONS),
                         help="build only this language (again for several; default: all)")
+    parser.add_argument("--solved", action="store_true",
+                        help="the instructor edition (notebooks/, zh-CN/notebooks/) instead of the reader edition")
     args = parser.parse_args(argv)
     start = time.monotonic()
     try:
-        homes = build(args.out, args.assets, args.language)
+        homes = build(args.out, args.assets, args.language, solved=args.solved)
     except (FileNotFoundError, RuntimeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
