@@ -2,6 +2,7 @@
 Chinese search). The built book in a browser: tests/book (make test-book)."""
 
 import copy
+import re
 import sys
 from pathlib import Path
 
@@ -47,6 +48,13 @@ def test_the_home_page_lists_the_chapters_in_order_and_names_the_repository():
     assert page.startswith("# Multi-head attention\n")
     assert "```{toctree}\n:caption: Chapters\n:maxdepth: 1\n\n00_start_here\n01_tensor_shapes\n```" in page
     assert f"<{REPOSITORY_URL}>" in page and "once that repository is public" in page
+
+
+def test_the_chinese_home_page_has_no_line_break_inside_a_sentence():
+    page = book.index_page(book.EDITIONS["zh_CN"], ["00_start_here"], REPOSITORY_URL)
+    assert "该章，该仓库公开后即可使用。" in page  # two lines in the source
+    assert "\n- **练习**" in page  # the list items stay apart
+    assert not re.search(r"[\u4e00-\u9fff，。；：]\n[\u4e00-\u9fff]", page)
 
 
 @pytest.mark.parametrize(("language", "solved", "folder"), [

@@ -39,6 +39,7 @@ import html
 import io
 import multiprocessing
 import os
+import re
 import shutil
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -68,6 +69,7 @@ class Edition:
     chapters_caption: str
     widget_note: str  # replaces a live widget's output
     switch_label: str  # the link to the same page in this language, shown on the other language's pages
+    copyright: str  # the page footer (LICENSE, LICENSE-CONTENT)
     instructor_chapters: Path  # the instructor edition (every exercise solved), which `make html` shows
     instructor_title: str
     instructor_intro: str
@@ -95,6 +97,7 @@ book shows them with their stored outputs (printed shapes, figures, tables), not
         chapters_caption="Chapters",
         widget_note="*An interactive widget is here: run the chapter in JupyterLab (`make lab`) to use it.*",
         switch_label="English",
+        copyright="the mha-notebooks authors; prose and figures CC-BY-4.0, code MIT",
         instructor_chapters=ROOT / "notebooks",
         instructor_title="Multi-head attention (instructor edition)",
         instructor_intro="""\
@@ -124,6 +127,7 @@ chapter on Binder or Colab from the repository named in `pyproject.toml`, {repos
         chapters_caption="章节",
         widget_note="*此处是一个交互式控件：在 JupyterLab 中运行本章（`make lab-zh`）即可使用。*",
         switch_label="简体中文",
+        copyright="mha-notebooks 的作者们；正文与图采用 CC-BY-4.0 许可，代码采用 MIT 许可",
         instructor_chapters=ROOT / "zh-CN" / "notebooks",
         instructor_title="多头注意力（教师版）",
         instructor_intro="""\
@@ -175,10 +179,15 @@ def book_notebook(nb: nbformat.NotebookNode, edition: Edition) -> nbformat.Noteb
     return nb
 
 
+# A line break between two Chinese characters (or punctuation marks): a browser would show it as a space.
+CJK_LINE_BREAK = re.compile(r"(?<=[^\x00-\x7f])\n[ \t]*(?=[^\x00-\x7f])")
+
+
 def index_page(edition: Edition, chapters: list[str], repository: str) -> str:
     """The home page of one language: title, introduction and the list of chapters (the book's table of contents)."""
     toctree = "\n".join(chapters)
-    return (f"# {edition.title}\n\n{edition.intro.format(repository=f'<{repository}>')}\n"
+    intro = CJK_LINE_BREAK.sub("", edition.intro.format(repository=f"<{repository}>"))
+    return (f"# {edition.title}\n\n{intro}\n"
             f"```{{toctree}}\n:caption: {edition.chapters_caption}\n:maxdepth: 1\n\n{toctree}\n```\n")
 
 
@@ -205,7 +214,7 @@ def sphinx_config(edition: Edition, static: Path, repository: str) -> dict:
     return {
         "project": edition.title,
         "author": "mha-notebooks",
-        "copyright": "the mha-notebooks authors; prose and figures CC-BY-4.0, code MIT",
+        "copyright": edition.copyright,
         "language": edition.code,
         "root_doc": "index",
         # the Chinese book's search index: characters and pairs of characters (tools/book/search_zh.py)
