@@ -13,6 +13,9 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 CHAPTERS := $(patsubst notebooks/%,chapters/%,$(NOTEBOOKS))
 EXECUTE := $(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.kernel_name=python3 \
 	--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False
+# A stored output must not carry facts of the machine that ran it (CPU model, caches, cores): tools/machine_facts.py
+# replaces them in the live-timing cells after executing, and fails where a checked cell printed one.
+SCRUB := $(BIN)/python -m tools.machine_facts scrub
 NBVAL := --nbval --nbval-current-env --nbval-cell-timeout=300 --nbval-sanitize-with tests/nbval_sanitize.cfg
 PORT ?= 8888
 # JupyterLab refuses to start as root unless told to; containers and CI machines often run as root.
@@ -27,7 +30,8 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 # Without the index, pip looks for torch==X+cpu among the indexes and find-links of its own configuration, and
 # stops with an error if there is none: it never falls back to the CUDA build. Where the index is out of reach
 # (mainland China, a firewall), TORCH_INDEX=URL names a mirror of it, or PIP_FIND_LINKS=DIR a folder (or a web
-# page) with the wheel; the error says so, and the READMEs ("Behind a firewall", 国内网络) tell where to find them.
+# page) with the wheel; the error says so, and docs/platforms.md ("Behind a firewall") and docs/platforms.zh-CN.md
+# (国内网络) tell where to find them.
 TORCH ?= cpu
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 UNAME_S ?= $(shell uname -s)
@@ -51,13 +55,13 @@ NO_TORCH_INDEX = echo "       $(TORCH_INDEX) was out of reach, and PyPI and its 
 	echo "         make $(MAKECMDGOALS) TORCH_INDEX=URL      URL: a mirror of PyTorch's CPU index (a simple index with /torch/)"; \
 	echo "         PIP_FIND_LINKS=DIR make $(MAKECMDGOALS)   DIR: a folder or web page holding torch-$(TORCH_VERSION)+cpu-*.whl"; \
 	echo "         make $(MAKECMDGOALS) TORCH=cuda           PyPI's CUDA build instead (about 4.5 GB more)"; \
-	echo "       See \"Behind a firewall\" in README.md (README.zh-CN.md: 国内网络)."
+	echo "       See \"Behind a firewall\" in docs/platforms.md (docs/platforms.zh-CN.md: 国内网络)."
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-unit test-notebooks test-portable test-torch-newest lint outputs editions bench bench-batching clean lock
+.PHONY: help setup lab reset refresh lab-instructor test test-unit test-notebooks test-portable test-torch-newest lint outputs editions bench bench-batching clean lock
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
 
 setup: $(STAMP) ## create .venv and install mha_lib and everything the notebooks and tests need, as locked (TORCH=cuda: CUDA build)
 
@@ -76,12 +80,27 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(call pip_install,dev)
 	touch $@
 
-# JupyterLab opens the reader edition, chapters/, on chapter 00 (exercises unsolved, each solution one click away)
-# and takes its defaults from .jupyter/lab/settings/overrides.json (no news pop-up); a reader's own settings in
-# ~/.jupyter still win, and nothing is written into the checkout.
-lab: $(STAMP) ## open JupyterLab at chapter 00 of the reader edition on 127.0.0.1, port 8888 (another: make lab PORT=8899)
-	$(BIN)/jupyter lab --notebook-dir=chapters --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) $(ALLOW_ROOT) \
-		--LabApp.default_url=/lab/tree/00_start_here.ipynb --LabApp.app_settings_dir=.jupyter/lab/settings
+# A reader's JupyterLab (tools/reader_lab.py): it opens my-chapters/, the reader's own copy of the reader edition
+# chapters/ (exercises unsolved), which git ignores, so `git pull` never meets an answer. The copy is made on first
+# use; a chapter added to chapters/ later is copied in, and nothing in the copy is ever overwritten
+# (tools/workcopy.py). nbgrader's menu, Validate button and formgrader stay off (.jupyter/reader, added to
+# JUPYTER_CONFIG_PATH); the defaults come from .jupyter/lab/settings; a reader's own settings in ~/.jupyter still win.
+lab: $(STAMP) ## open JupyterLab at chapter 00 of your copy my-chapters/ on 127.0.0.1, port 8888 (another: make lab PORT=8899)
+	$(BIN)/python -m tools.reader_lab --port $(PORT)
+
+# A chapter of the copy as the edition has it: the reader's file goes to my-chapters/backups/ first.
+reset: $(STAMP) ## start one chapter of my-chapters/ afresh: make reset CHAPTER=04 (your file is kept in my-chapters/backups/)
+	$(if $(CHAPTER),,$(error make reset needs CHAPTER, the chapter's number: make reset CHAPTER=04))
+	$(BIN)/python -m tools.workcopy reset '$(CHAPTER)'
+
+refresh: $(STAMP) ## take the chapters that changed in chapters/ (after git pull) into my-chapters/, yours kept in backups/
+	$(BIN)/python -m tools.workcopy refresh
+
+# The lecturers' JupyterLab: the instructor edition notebooks/ with nbgrader's tools (Create Assignment, Validate,
+# the formgrader); it serves the whole checkout, the course directory of nbgrader's formgrader.
+lab-instructor: $(STAMP) ## JupyterLab on the solved notebooks/ with nbgrader's menu, Create Assignment and formgrader
+	$(BIN)/jupyter lab --notebook-dir=. --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) $(ALLOW_ROOT) \
+		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb --LabApp.app_settings_dir=.jupyter/lab/settings
 
 test: test-unit test-notebooks test-portable ## the unit tests, every notebook of every edition (nbval, strict), then again on plain kernels
 
@@ -119,6 +138,7 @@ lint: $(STAMP) ## ruff on the library, tests, benchmarks and notebooks
 
 outputs: $(STAMP) ## re-execute every notebook in place, each in a fresh kernel, then remake and execute chapters/ and zh-CN/
 	$(EXECUTE) $(NOTEBOOKS)
+	$(SCRUB) $(NOTEBOOKS)
 	$(MAKE) editions
 	$(MAKE) zh
 
@@ -130,6 +150,7 @@ editions: $(STAMP) ## remake the reader edition chapters/ from notebooks/ and ex
 	$(BIN)/python -m tools.lecture metadata $(NOTEBOOKS)
 	$(BIN)/python -m tools.editions reader $(NOTEBOOKS)
 	$(EXECUTE) $(CHAPTERS)
+	$(SCRUB) $(CHAPTERS)
 
 bench: $(STAMP) ## time mha_lib against torch.nn.MultiheadAttention, the chapter 05 explorer and grouped-query attention
 	$(BIN)/python benchmarks/bench_mha.py
@@ -206,7 +227,7 @@ test-browser: $(BROWSER_STAMP) ## run chapters/ 03, 05, 11 and zh-CN/chapters/ 0
 
 .PHONY: assignments
 COURSE ?= course
-assignments: $(STAMP) ## an nbgrader course in $(COURSE)/: source/ = the graded notebooks/, release/ by nbgrader
+assignments: $(STAMP) ## an nbgrader course in course/ (another folder: COURSE=path): source/ = the graded notebooks/, release/ by nbgrader
 	$(BIN)/python -m tools.nbgrader_course $(COURSE)
 
 # --- 简体中文版: the Chinese edition -----------------------------------------------------------------------------------
@@ -216,18 +237,26 @@ assignments: $(STAMP) ## an nbgrader course in $(COURSE)/: source/ = the graded 
 # JupyterLab's own menus come in Chinese from the jupyterlab-language-pack-zh-cn package, chosen by settings-zh.
 ZH_NOTEBOOKS := $(patsubst notebooks/%,zh-CN/notebooks/%,$(NOTEBOOKS))
 ZH_CHAPTERS := $(patsubst notebooks/%,zh-CN/chapters/%,$(NOTEBOOKS))
-.PHONY: lab-zh zh slides-zh assignments-zh
+.PHONY: lab-zh reset-zh refresh-zh zh slides-zh assignments-zh
 
-lab-zh: $(STAMP) ## 中文版：JupyterLab in Chinese at chapter 00 of the Chinese reader edition (zh-CN/chapters/)
-	$(BIN)/jupyter lab --notebook-dir=zh-CN/chapters --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) $(ALLOW_ROOT) \
-		--LabApp.default_url=/lab/tree/00_start_here.ipynb --LabApp.app_settings_dir=.jupyter/lab/settings-zh
+lab-zh: $(STAMP) ## 中文版：JupyterLab in Chinese at chapter 00 of your copy my-chapters-zh/ of zh-CN/chapters/
+	$(BIN)/python -m tools.reader_lab --edition zh_CN --port $(PORT)
+
+reset-zh: $(STAMP) ## 中文版：start one chapter of my-chapters-zh/ afresh: make reset-zh CHAPTER=04
+	$(if $(CHAPTER),,$(error make reset-zh needs CHAPTER, the chapter's number: make reset-zh CHAPTER=04))
+	$(BIN)/python -m tools.workcopy reset --edition zh_CN '$(CHAPTER)'
+
+refresh-zh: $(STAMP) ## 中文版：take the chapters that changed in zh-CN/chapters/ into my-chapters-zh/
+	$(BIN)/python -m tools.workcopy refresh --edition zh_CN
 
 zh: $(STAMP) ## rebuild the Chinese edition from notebooks/ and translations/zh_CN/ (python -m tools.translate), execute it
 	$(BIN)/python -m tools.translate build zh_CN
 	$(EXECUTE) $(ZH_NOTEBOOKS)
+	$(SCRUB) $(ZH_NOTEBOOKS)
 	$(BIN)/python -m tools.lecture metadata $(ZH_NOTEBOOKS)
 	$(BIN)/python -m tools.editions reader --language zh_CN
 	$(EXECUTE) $(ZH_CHAPTERS)
+	$(SCRUB) $(ZH_CHAPTERS)
 
 slides-zh: $(STAMP) $(LECTURE_ASSETS) ## the Chinese chapters as reveal.js slides in build/slides-zh/
 	rm -rf build/slides-zh
@@ -236,7 +265,7 @@ slides-zh: $(STAMP) $(LECTURE_ASSETS) ## the Chinese chapters as reveal.js slide
 assignments-zh: $(STAMP) ## the nbgrader course of the Chinese chapters in course-zh/
 	$(BIN)/python -m tools.nbgrader_course course-zh $(ZH_NOTEBOOKS)
 
-# --- A trial course on JupyterHub (issue 30): hub/jupyterhub_config.py, README "A course on JupyterHub" ---------------
+# --- A trial course on JupyterHub (issue 30): hub/jupyterhub_config.py, docs/teaching.md "A course on JupyterHub" ---
 # JupyterHub from the `hub` extra, its proxy configurable-http-proxy from npm (hub/package-lock.json, `npm ci`, needs
 # Node.js 20 or newer). `make hub` writes the course of every chapter into build/hub/course (make assignments), prints
 # new passwords once and runs the hub on 127.0.0.1 in the foreground: Ctrl+C stops it and everything it started.

@@ -5,7 +5,7 @@ What runs (all of it JupyterHub's and nbgrader's own machinery, configured here)
 - one JupyterLab per user (jupyterhub-singleuser from this project's .venv, where mha_lib is installed), started
   by SimpleLocalProcessSpawner as the hub's own system user, with its home in $MHA_HUB_DIR/home/<name>. It
   creates no system users and isolates nobody: good for a trial on your own machine, never for real students
-  (see README, "A course on JupyterHub");
+  (see docs/teaching.md, "A course on JupyterHub");
 - nbgrader's formgrader as a hub service, /services/mha-notebooks/formgrader/, open to the instructor only, on
   the course $MHA_HUB_DIR/course that `make assignments` writes;
 - nbgrader's file-system exchange in $MHA_HUB_DIR/exchange, shared by every server on this machine.

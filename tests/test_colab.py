@@ -1,4 +1,4 @@
-"""tools/colab.py: the first cell that installs mha_lib on Colab, and the README badges."""
+"""tools/colab.py: the first cell that installs mha_lib on Colab, and the badges of docs/online.md."""
 
 import copy
 import importlib.util

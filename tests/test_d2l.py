@@ -309,7 +309,7 @@ def test_d2l_additive_attention_matches_in_the_editions_form(d2l):
 
 
 def test_the_rules_that_differ_from_d2l_on_purpose(d2l):
-    """The README's compatibility table: a valid length of 0, and a length beyond the number of keys."""
+    """The compatibility table of docs/d2l.md: a valid length of 0, and a length beyond the number of keys."""
     scores = torch.randn(1, 2, 4)
     theirs = d2l.masked_softmax(scores.clone(), torch.tensor([0]))
     torch.testing.assert_close(theirs, torch.full_like(scores, 0.25))  # d2l: evenly over the padding

@@ -37,11 +37,30 @@ def zeroed_fill(scores, mask):
     (lambda s, m: torch.softmax(s.float().masked_fill(m == 0, -1e9), dim=2).half(),
      ["no real score lies below it", "even weights"]),
     (zeroed_fill, ["no real score lies below it", "all-zero weights"]),
-    (lambda s, m: torch.softmax(s.masked_fill(m == 0, -1e4), dim=-1), ["a finite constant", "even weights"]),
 ])
 def test_fixed_softmax_verdict_says_what_the_answer_did(capsys, answer, phrases):
     line = run(capsys, ch08.check_fixed_masked_softmax, answer)
     assert line.startswith(CORRECT) and all(phrase in line for phrase in phrases), line
+
+
+@pytest.mark.parametrize("fill", [-100.0, -1e4, -65000.0])
+@pytest.mark.parametrize("compute_in", [torch.float16, torch.float32])
+def test_fixed_softmax_rejects_a_constant_fill_above_the_bottom_of_the_range(capsys, fill, compute_in):
+    """Issue 38: a fill of -100 or -1e4 passed every ordinary case and was told "✅ Correct"."""
+    def answer(s, m):
+        return torch.softmax(s.to(compute_in).masked_fill(m == 0, fill), dim=-1).to(s.dtype)
+    line = run(capsys, ch08.check_fixed_masked_softmax, answer)
+    assert line.startswith(NOT_YET) and "lose to the hidden keys" in line and "finfo" in line, line
+    assert "100% of its weight" in line  # both hidden keys outrank every visible score of the probe
+
+
+def test_the_probe_s_visible_scores_lie_below_every_fill_but_finfo_min():
+    scores, mask = ch08._low_scores()
+    lowest = torch.finfo(torch.float16).min
+    assert scores.dtype == torch.float16 and scores[mask.bool()].max().item() == ch08.VISIBLE_MAX
+    assert ch08.VISIBLE_MAX - 64 == lowest  # two float16 steps of 32 above the bottom of the range
+    weights = finfo_fill(scores, mask)  # the right answer keeps the weight on the visible keys
+    assert weights[0, 0, :2].sum().item() == 1.0 and weights[0, 0, 2:].sum().item() == 0.0
 
 
 @pytest.mark.parametrize("answer", [

@@ -512,10 +512,10 @@ def test_count_parameters_matches_the_costs_of_a_real_layer():
     assert count_parameters(layer) == mha_costs(1, 1, 1, 24, 6, bias=True).parameters
 
 
-def test_the_browser_recording_chapter_05_prints_is_complete():
-    """mha_lib/_bench/results/explorer/: what tests/browser/test_explorer_latency.py wrote, read by chapter 05."""
+def test_the_browser_recording_is_complete():
+    """results/explorer/: what tests/browser/test_explorer_latency.py wrote, quoted in benchmarks/README.md."""
     recordings = sorted(files("mha_lib._bench").joinpath("results/explorer").iterdir(), key=lambda path: path.name)
-    assert recordings, "chapter 05 prints the latest recording; there is none"
+    assert recordings, "benchmarks/README.md quotes the latest recording; there is none"
     for path in recordings:
         recording = json.loads(path.read_text())
         rows = recording["per_num_heads"]

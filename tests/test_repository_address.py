@@ -1,5 +1,5 @@
 """The repository address lives in one place, [project.urls] Repository in pyproject.toml; tools/colab.py makes
-the Colab install cells and the README badges from it and its --check fails when either has drifted."""
+the Colab install cells and the badges of docs/online.md from it and its --check fails when either has drifted."""
 
 import importlib.util
 import subprocess
@@ -25,12 +25,14 @@ def test_the_address_is_read_from_pyproject(tmp_path):
         colab.repository_url(moved)
 
 
-def test_the_readme_badges_are_the_generated_ones():
-    assert colab.readme_drift((ROOT / "README.md").read_text(), CHAPTERS) == []
+def test_the_badges_are_the_generated_ones():
+    assert colab.readme_drift((ROOT / "docs" / "online.md").read_text(), CHAPTERS) == []
+    zh = sorted((ROOT / "zh-CN" / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert colab.readme_drift((ROOT / "docs" / "online.zh-CN.md").read_text(), zh, "zh_CN") == []
 
 
-def test_drift_in_the_readme_is_reported():
-    readme = (ROOT / "README.md").read_text()
+def test_drift_in_the_badge_page_is_reported():
+    readme = (ROOT / "docs" / "online.md").read_text()
     owner_name = colab.REPOSITORY_URL.removeprefix("https://github.com/")
     other_owner = readme.replace(f"colab.research.google.com/github/{owner_name}/",
                                  "colab.research.google.com/github/x/y/", 1)
@@ -43,7 +45,7 @@ def test_drift_in_the_readme_is_reported():
 
 def test_no_other_tracked_file_spells_the_address():
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    generated = {"pyproject.toml", "README.md", "README.zh-CN.md"}  # the source, and the badges made from it
+    generated = {"pyproject.toml", "docs/online.md", "docs/online.zh-CN.md"}  # the source, and the badges made from it
     owner_name = colab.REPOSITORY_URL.removeprefix("https://github.com/")
     spelled = []
     for name in tracked.splitlines():
@@ -56,3 +58,11 @@ def test_no_other_tracked_file_spells_the_address():
         except UnicodeDecodeError:
             continue
     assert spelled == []
+
+
+def test_the_readmes_offer_no_badge_while_the_address_is_a_placeholder():
+    """Binder and Colab open nothing until the collection is published: the READMEs say so and link docs/online.md."""
+    for name in ("README.md", "README.zh-CN.md"):
+        readme = (ROOT / name).read_text()
+        assert colab._BADGE_URL.findall(readme) == [], name
+        assert "docs/online" in readme, name

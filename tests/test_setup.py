@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tools import reader_lab, workcopy
+
 ROOT = Path(__file__).resolve().parents[1]
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 TORCH_VERSION = re.search(r"^torch==([^ ;\n]+)", (ROOT / "requirements.lock").read_text(), re.MULTILINE)[1]
@@ -103,14 +105,72 @@ def lab_command(checkout: Path, *arguments: str) -> str:
     return result.stdout
 
 
-def test_lab_opens_on_chapter_00_with_the_shipped_settings_and_the_chosen_port(checkout):
-    command = lab_command(checkout, "PORT=8899")
-    (start,) = re.findall(r"--LabApp\.default_url=/lab/tree/(\S+)", command)
-    assert (ROOT / "chapters" / start).is_file() and start.startswith("00_")
-    assert "--notebook-dir=chapters" in command  # the reader edition: exercises unsolved
+def test_lab_and_lab_zh_start_the_readers_lab_on_the_chosen_port(checkout):
+    assert ".venv/bin/python -m tools.reader_lab --port 8899" in lab_command(checkout, "PORT=8899")
+    result = make(checkout, "-n", "lab-zh", "PORT=8899")
+    assert ".venv/bin/python -m tools.reader_lab --edition zh_CN --port 8899" in result.stdout
+
+
+@pytest.mark.parametrize("edition, copy, settings", [("en", "my-chapters", "settings"),
+                                                     ("zh_CN", "my-chapters-zh", "settings-zh")])
+def test_the_readers_lab_opens_chapter_00_of_the_readers_copy_on_localhost(edition, copy, settings):
+    command = reader_lab.command(edition, 8899)
+    assert f"--ServerApp.root_dir={ROOT / copy}" in command  # the copy: answers never meet `git pull`
+    (start,) = [option.split("/lab/tree/")[1] for option in command if option.startswith("--LabApp.default_url=")]
+    assert (workcopy.EDITIONS[edition].source / start).is_file() and start.startswith("00_")
     assert "--ServerApp.port=8899" in command and "--ServerApp.ip=127.0.0.1" in command
-    (settings,) = re.findall(r"--LabApp\.app_settings_dir=(\S+)", command)
-    assert (ROOT / settings / "overrides.json").is_file()
+    assert f"--LabApp.app_settings_dir={ROOT / '.jupyter' / 'lab' / settings}" in command
+    assert (ROOT / ".jupyter" / "lab" / settings / "overrides.json").is_file()
+
+
+@pytest.mark.parametrize("port", [0, 70000])
+def test_a_port_out_of_range_is_named(port):
+    with pytest.raises(ValueError, match=f"PORT={port}"):
+        reader_lab.command("en", port)
+
+
+def test_the_readers_config_comes_first_and_a_readers_own_path_stays():
+    assert reader_lab.environment({})["JUPYTER_CONFIG_PATH"] == str(reader_lab.READER_CONFIG)
+    paths = reader_lab.environment({"JUPYTER_CONFIG_PATH": "/etc/mine"})["JUPYTER_CONFIG_PATH"].split(os.pathsep)
+    assert paths == [str(reader_lab.READER_CONFIG), "/etc/mine"]
+
+
+def test_the_readers_config_turns_off_every_nbgrader_extension_that_is_installed():
+    # nbgrader enables itself in the environment's etc/jupyter; the reader's config must name each extension.
+    enabled = Path(sys.prefix) / "etc/jupyter/jupyter_server_config.d/nbgrader.json"
+    lab_extension = Path(sys.prefix) / "share/jupyter/labextensions/@jupyter/nbgrader/package.json"
+    if not enabled.exists() or not lab_extension.exists():
+        pytest.skip("nbgrader is not installed here")
+    server = json.loads((reader_lab.READER_CONFIG / "jupyter_server_config.json").read_text())
+    switched = server["ServerApp"]["jpserver_extensions"]
+    installed = json.loads(enabled.read_text())["ServerApp"]["jpserver_extensions"]
+    assert {name: switched.get(name) for name in installed} == dict.fromkeys(installed, False)
+    page = json.loads((reader_lab.READER_CONFIG / "labconfig" / "page_config.json").read_text())
+    assert page["disabledExtensions"] == {json.loads(lab_extension.read_text())["name"]: True}
+
+
+def test_lecturers_keep_nbgrader_in_their_own_lab(checkout):
+    (checkout / ".venv").mkdir()
+    (checkout / ".venv" / ".installed").touch()
+    result = make(checkout, "-n", "lab-instructor")
+    assert "--LabApp.default_url=/lab/tree/notebooks/00_" in result.stdout
+    assert "JUPYTER_CONFIG_PATH" not in result.stdout and "reader_lab" not in result.stdout
+
+
+@pytest.mark.parametrize("target", ["reset", "reset-zh"])
+def test_reset_without_a_chapter_says_how_to_name_one(checkout, target):
+    (checkout / ".venv").mkdir()
+    (checkout / ".venv" / ".installed").touch()
+    result = make(checkout, "-n", target)
+    assert result.returncode != 0 and f"make {target} CHAPTER=04" in result.stderr
+    result = make(checkout, "-n", target, "CHAPTER=04")
+    assert result.returncode == 0 and "tools.workcopy reset" in result.stdout and "'04'" in result.stdout
+
+
+def test_help_shows_no_variable_unexpanded(checkout):
+    result = make(checkout, "help")
+    assert result.returncode == 0 and "make lab " in result.stdout
+    assert "$(" not in result.stdout and "$$" not in result.stdout
 
 
 def test_shipped_settings_turn_off_the_news_prompt_with_names_jupyterlab_knows():
@@ -125,7 +185,9 @@ def test_shipped_settings_turn_off_the_news_prompt_with_names_jupyterlab_knows()
     assert properties["checkForUpdates"]["type"] == "boolean"
 
 
-def test_readme_names_the_locked_torch():
-    readme = (ROOT / "README.md").read_text()
-    assert f"torch=={TORCH_VERSION}+cpu" in readme
-    assert not re.findall(r"torch==(?!" + re.escape(TORCH_VERSION) + r")\d", readme), "README names another torch"
+def test_the_docs_name_the_locked_torch():
+    assert f"torch=={TORCH_VERSION}+cpu" in (ROOT / "docs" / "platforms.md").read_text()
+    assert f"torch=={TORCH_VERSION}+cpu" in (ROOT / "docs" / "platforms.zh-CN.md").read_text()
+    for page in [*ROOT.glob("README*.md"), *(ROOT / "docs").glob("*.md")]:
+        other = re.findall(r"torch==(?!" + re.escape(TORCH_VERSION) + r")\d", page.read_text())
+        assert not other, f"{page.name} names another torch"

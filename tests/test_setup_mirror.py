@@ -1,6 +1,6 @@
 """`make setup` where PyTorch's CPU index is out of reach (mainland China, a firewall): torch from a folder of wheels.
 
-The README's recipe (README.zh-CN.md, 国内网络) is `PIP_FIND_LINKS=DIR make setup`. Here a local folder with a
+The documented recipe (docs/platforms.zh-CN.md, 国内网络) is `PIP_FIND_LINKS=DIR make setup`. Here a local folder with a
 tiny stand-in wheel torch-X+cpu plays the mirror, and a local empty index plays PyPI's mirror, which has no +cpu
 build. make runs its real recipe: the probe of TORCH_INDEX (a closed local port, refused at once), then the real
 pip command, with pip told through its environment to resolve without installing (PIP_DRY_RUN, PIP_NO_DEPS) and to
@@ -97,6 +97,6 @@ def test_without_the_folder_make_stops_and_says_what_to_do(checkout, tmp_path):
     assert "error: pip could not install mha-notebooks[dev]" in said
     assert f"{UNREACHABLE} was out of reach, and PyPI and its mirrors have no torch {TORCH_VERSION}+cpu" in said
     for remedy in ("make setup TORCH_INDEX=URL", "PIP_FIND_LINKS=DIR make setup", "make setup TORCH=cuda",
-                   "README.zh-CN.md: 国内网络"):
+                   "docs/platforms.zh-CN.md: 国内网络"):
         assert remedy in said, remedy
     assert not (checkout / ".venv" / ".installed").exists()

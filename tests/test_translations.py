@@ -98,6 +98,18 @@ def test_blocks_split_at_blank_lines_but_never_inside_a_formula_or_code(markdown
     assert translate.split_blocks(markdown) == blocks
 
 
+@pytest.mark.parametrize("block, translated", [
+    ("A sentence with $x$ and `code`.", True),
+    ("$$\\mathrm{softmax}\\!\\left(\\frac{QK^\\top}{\\sqrt{d_k}}\\right) V$$", False),  # an operator is no word
+    ("$$i = b \\cdot \\text{num\\_heads} + h ,$$", False),  # nor is a code name
+    ("$$\n\\text{FLOPs} = n^2 \\qquad\\text{and}\\qquad \\text{score bytes} = n^2\n$$", True),
+    ("$$x = \\underbrace{W^\\top W}_{\\text{absorbed}} y$$", True),
+])
+def test_a_formula_that_writes_words_as_text_is_translated_and_a_bare_formula_is_not(block, translated):
+    """Issue 41, item 5: the Chinese edition's formulas say 分数字节数, not "score bytes"."""
+    assert translate.needs_translation(block) is translated
+
+
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_the_reader_edition_of_each_language_is_current_and_stores_no_solved_exercise(language):
     source, target, _ = editions.LANGUAGES[language]

@@ -3,13 +3,13 @@
 Usage: python tools/colab.py [NOTEBOOK ...]   add or update the cell (default: every chapter of every edition,
                                               notebooks/, chapters/, zh-CN/notebooks/, zh-CN/chapters/)
        python tools/colab.py --check          exit 1 if a notebook of notebooks/ or chapters/ lacks the current
-                                              cell or the README's badges differ from what --badges prints
-       python tools/colab.py --badges         print the README badges: Binder, and Colab for each chapter
-       python tools/colab.py --badges --language zh_CN   the same for README.zh-CN.md and the Chinese edition
+                                              cell or the badges of docs/online.md differ from what --badges prints
+       python tools/colab.py --badges         print the badges of docs/online.md: Binder, and Colab for each chapter
+       python tools/colab.py --badges --language zh_CN   the same for docs/online.zh-CN.md and the Chinese edition
 
 The repository address lives in one place, ``[project.urls] Repository`` in pyproject.toml; the cell and the
 badges are made from it. After changing it, run this tool, remake the reader edition (``make editions``), paste
-the output of ``--badges`` into README.md, and ``--check`` passes again. The badges open the reader edition,
+the output of ``--badges`` into docs/online.md, and ``--check`` passes again. The badges open the reader edition,
 ``chapters/`` (exercises unsolved, solutions one click away); its notebooks get the install cell from notebooks/.
 
 Where ``import mha_lib`` works (``make lab``, Binder, CI) the cell does nothing and prints nothing, so the
@@ -35,12 +35,14 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 CHAPTERS = ROOT / "chapters"  # the reader edition (tools/editions.py): what the Binder and Colab badges open
-README = ROOT / "README.md"
-# Each language's instructor notebooks (their titles), reader edition (what the badges open), README, and the
+# The page that holds the badges. The READMEs only link to it: until the collection is published, the address is a
+# placeholder and the badges open nothing, so a README must not offer them (issue 35).
+BADGE_PAGE = ROOT / "docs" / "online.md"
+# Each language's instructor notebooks (their titles), reader edition (what the badges open), badge page, and the
 # header of the badge table. The Chinese notebooks are built from the English ones (tools/translate.py).
 LANGUAGES = {
-    "en": (NOTEBOOKS, CHAPTERS, README, "Chapter"),
-    "zh_CN": (ROOT / "zh-CN" / "notebooks", ROOT / "zh-CN" / "chapters", ROOT / "README.zh-CN.md", "章节"),
+    "en": (NOTEBOOKS, CHAPTERS, BADGE_PAGE, "Chapter"),
+    "zh_CN": (ROOT / "zh-CN" / "notebooks", ROOT / "zh-CN" / "chapters", ROOT / "docs" / "online.zh-CN.md", "章节"),
 }
 BRANCH = "main"
 TAG = "colab-install"
@@ -160,7 +162,7 @@ def _repository() -> str:
 
 
 def badges(paths: list[Path], language: str = "en") -> str:
-    """Markdown for the README: a Binder badge, then one Colab badge per chapter with its title."""
+    """Markdown for docs/online.md: a Binder badge, then one Colab badge per chapter with its title."""
     _, reader, _, header = LANGUAGES[language]
     lines = [f"[![Binder](https://mybinder.org/badge_logo.svg)]({binder_url(paths[0], reader)})", "",
              f"| {header} | Colab |", "| --- | --- |"]
@@ -174,7 +176,7 @@ def badges(paths: list[Path], language: str = "en") -> str:
 
 
 def readme_drift(readme: str, paths: list[Path], language: str = "en") -> list[str]:
-    """What the README lacks of the current badges, and badge links in it that are not current ([] if none)."""
+    """What a badge page lacks of the current badges, and badge links in it that are not current ([] if none)."""
     expected = [line for line in badges(paths, language).splitlines() if line]
     present = set(readme.splitlines())
     missing = [f"missing: {line}" for line in expected if line not in present]
@@ -188,8 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="report notebooks without the current cell")
-    mode.add_argument("--badges", action="store_true", help="print the README badges")
-    parser.add_argument("--language", choices=list(LANGUAGES), default="en", help="which README's badges to print")
+    mode.add_argument("--badges", action="store_true", help="print the badges of docs/online.md")
+    parser.add_argument("--language", choices=list(LANGUAGES), default="en", help="which badge page's badges to print")
     args = parser.parse_args(argv)
     if args.badges:
         source = LANGUAGES[args.language][0]
@@ -205,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                 where = path.resolve()
                 print(f"updated {where.relative_to(ROOT) if where.is_relative_to(ROOT) else path}")
         return 0
-    # --check: every edition of every language has the current cell, and each README the current badges
+    # --check: every edition of every language has the current cell, and each badge page the current badges
     stale, drift = [], []
     for language, (source, reader, readme, _) in LANGUAGES.items():
         checked = paths if args.notebooks else [path for folder in (source, reader)
@@ -221,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     if stale:
         print(f"without the current install cell (run `python tools/colab.py`): {', '.join(stale)}")
     if drift:
-        print("README badges differ from `python tools/colab.py --badges [--language zh_CN]`:", *drift, sep="\n  ")
+        print("The badges of docs/online*.md differ from `python tools/colab.py --badges [--language zh_CN]`:", *drift,
+              sep="\n  ")
     return 1 if stale or drift else 0
 
 

@@ -16,8 +16,9 @@ each block is one catalogue entry: its English text is the ``msgid``, its transl
 how gettext detects a stale translation: when an English block changes, its old entry no longer matches. The
 update keeps that entry's translation as a draft, marked ``fuzzy`` with the previous English text beside it
 (``#| msgid``), so a translator sees exactly what changed; ``check`` fails until a person has revised it and
-removed the mark. Blocks without words (a lone formula) are not translated. Poedit, Lokalize or any text
-editor can edit the catalogues.
+removed the mark. Blocks without words (a lone formula) are not translated; a formula that writes words as
+``\\text{...}`` (``$$\\text{score bytes} = \\dots$$``) is a block like prose, whose translation changes the words
+inside the formula (``\\text{分数字节数}``). Poedit, Lokalize or any text editor can edit the catalogues.
 
 mha_lib's own messages (the checkers' verdicts and hints, table headers, widget labels, figure text) are marked
 in the source as ``_("English")``, ``N_("English")`` or ``figure_text("English")`` (see mha_lib/i18n.py).
@@ -53,6 +54,8 @@ LANGUAGE_CELL = {
     "zh_CN": 'import mha_lib\n\nmha_lib.set_language("zh_CN")  # 练习检查器、表格和图中的文字使用中文',
 }
 WORD = re.compile(r"[A-Za-z]{2,}")
+FORMULA = re.compile(r"\$\$.*?\$\$|\$[^$]*\$", flags=re.DOTALL)
+TEXT_IN_FORMULA = re.compile(r"\\text\{([^{}]*)\}")  # \text{score bytes}; \mathrm{softmax} names an operator
 
 
 def split_blocks(markdown: str) -> list[str]:
@@ -76,9 +79,16 @@ def split_blocks(markdown: str) -> list[str]:
 
 
 def needs_translation(block: str) -> bool:
-    """A block with words outside its formulas and code; a lone formula is the same in every language."""
+    """A block with words outside its formulas and code, or with words that a formula writes as text.
+
+    ``$$\\text{score bytes} = \\dots$$`` is translated like prose (its ``msgstr`` has ``\\text{分数字节数}``); a lone
+    formula without such words is the same in every language: operators (``\\mathrm{softmax}``) and code names
+    (``\\text{num\\_heads}``) are not words to translate.
+    """
     text = re.sub(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`", " ", block, flags=re.DOTALL)
-    return bool(WORD.search(text))
+    return bool(WORD.search(text)) or any(
+        WORD.search(words) and "\\_" not in words
+        for formula in FORMULA.findall(re.sub(r"`[^`]*`", " ", block)) for words in TEXT_IN_FORMULA.findall(formula))
 
 
 def chapter_blocks(notebook: Path) -> list[tuple[str, str]]:

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import platform
+import re
 import types
 import typing
 from collections.abc import Sequence
@@ -44,6 +45,7 @@ __all__ = [
     "provenance",
     "results_directory",
     "save_result",
+    "short_machine_name",
     "threads_text",
 ]
 
@@ -324,12 +326,25 @@ def load_results(directory: str | Path | None = None) -> dict[str, BenchResult]:
     return {path.name: load_result(path) for path in sorted(directory.glob("*.json"))}
 
 
+def short_machine_name(machine: str) -> str:
+    """A recorded machine's vendor and family, as a chapter names it: ``"Intel Xeon"``, ``"AMD EPYC"``.
+
+    ``machine`` is a model name or a ``machine_summary`` line, e.g. ``"Intel(R) Xeon(R) Processor, L1d 48K, ..."``
+    or ``"AMD EPYC 7B13 64-Core Processor"``. A stored output prints this short name and the result file's name:
+    the model, caches and cores of one machine are facts a stored output must not carry (tools/machine_facts.py),
+    and the file keeps them.
+    """
+    words = re.sub(r"\((?:R|TM)\)", "", machine.split(",")[0], flags=re.IGNORECASE).split()
+    vendor = next((i for i, word in enumerate(words) if word in _VENDORS), 0)
+    return " ".join(words[vendor:vendor + 2]) or machine
+
+
+_VENDORS = ("Intel", "AMD", "Apple", "Ampere", "Arm", "NVIDIA", "Qualcomm")
+
+
 def provenance(result: BenchResult, run: DeviceRun) -> str:
-    """The label of a recorded run: 'recorded on <name> (<device>[, caches, threads]), torch <version>, <date>'."""
-    details = ""
-    if run.device == "cpu":
-        caches = _("caches not recorded") if result.cpu_caches is None else ", ".join(
-            f"{name} {size}" for name, size in result.cpu_caches.items() if not name.endswith("i"))
-        details = f", {caches}, {threads_text(run.threads)}"
+    """The label of a recorded run: 'recorded on <short name> (<device>[, threads]), torch <version>, <date>'."""
+    details = f", {threads_text(run.threads)}" if run.device == "cpu" else ""
+    name = short_machine_name(run.name) if run.device == "cpu" else run.name
     return _("recorded on {name} ({device}{details}), torch {torch}, {date}").format(
-        name=run.name, device=run.device, details=details, torch=result.torch, date=result.date)
+        name=name, device=run.device, details=details, torch=result.torch, date=result.date)

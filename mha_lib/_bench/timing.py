@@ -19,8 +19,9 @@ from .._validation import require_positive_int
 from ..i18n import _, tr
 from ..utils import cpu_threads
 
-__all__ = ["available_devices", "cpu_caches", "device_name", "machine_summary", "median_time", "page_faults_per_call",
-           "paired_speedups", "paired_times", "resolve_threads", "synchronize", "thread_speedups", "threads_text"]
+__all__ = ["available_devices", "cpu_caches", "device_name", "live_threads_text", "machine_summary", "median_time",
+           "page_faults_per_call", "paired_speedups", "paired_times", "resolve_threads", "synchronize",
+           "thread_speedups", "threads_text"]
 
 
 def available_devices() -> list[torch.device]:
@@ -81,6 +82,17 @@ def machine_summary(num_threads: int | None = None) -> str:
     caches = ", ".join(f"{name} {size}" for name, size in cpu_caches().items() if not name.endswith("i"))
     parts = [device_name("cpu"), caches, threads_text(threads)]
     return ", ".join(part for part in parts if part)
+
+
+def live_threads_text(threads: int) -> str:
+    """'1 thread', or 'all threads' where ``threads`` is every thread PyTorch uses now, else 'N threads'.
+
+    A live timing's label: how many threads "all" is depends on the machine, a fact that a stored output must
+    not carry (tools/machine_facts.py); ``machine_summary`` prints it for the reader who runs the cell.
+    """
+    if threads > 1 and threads == torch.get_num_threads():
+        return _("all threads")
+    return threads_text(threads)
 
 
 def threads_text(threads: int) -> str:

@@ -25,6 +25,7 @@ import torch
 from matplotlib.figure import Figure
 from torch import Tensor
 
+from .._bench.records import short_machine_name
 from .._validation import require_heads_divide, require_positive_int, require_qkv, require_split_input, wrong_type
 from ..functional import dot_product_attention, transpose_output, transpose_qkv
 from ..i18n import N_, _, figure_text
@@ -253,19 +254,25 @@ def _threads_text(threads: int) -> str:
 
 
 def _live_label(run: DeviceRun) -> str:
-    if run.device == "cpu":  # this machine's CPU, named in the timing cell's header (machine_summary)
+    if run.device == "cpu":  # one thread or all: how many is a fact of this machine, kept out of stored figures
         return figure_text("live: {run}").format(run=_short(run))
     return figure_text("live: {device} ({name})").format(device=run.device, name=run.name)
 
 
 def _recorded_label(result: BenchResult, run: DeviceRun) -> str:
     threads = f", {_threads_text(run.threads)}" if run.device == "cpu" else ""
+    name = short_machine_name(run.name) if run.device == "cpu" else run.name
     return figure_text("recorded on {name} ({device}{threads}), torch {torch}, {date}").format(
-        name=run.name, device=run.device, threads=threads, torch=result.torch, date=result.date)
+        name=name, device=run.device, threads=threads, torch=result.torch, date=result.date)
 
 
 def _short(run: DeviceRun) -> str:
-    return f"{run.device}, {_threads_text(run.threads)}" if run.device == "cpu" else run.device
+    """A live run's label: 'cpu, 1 thread' or 'cpu, all threads' (how many is a fact of this machine), or the device."""
+    if run.device != "cpu":
+        return run.device
+    threads = figure_text("all threads") if run.threads > 1 and run.threads == torch.get_num_threads() else \
+        _threads_text(run.threads)
+    return f"{run.device}, {threads}"
 
 
 def plot_loops_vs_batch(runs: Sequence[DeviceRun]) -> Figure:

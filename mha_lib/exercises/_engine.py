@@ -26,7 +26,8 @@ the chapter's module: reading it is allowed, but predicting first teaches more.)
 Building blocks for new exercises (each prints and returns None as above):
 
 - ``check_answer(answer, expected, *, name, hints={wrong_answer: hint})``: a predicted value or shape.
-  Tuples, lists, ``torch.Size`` and small tensors compare by value; floats with a relative tolerance.
+  Tuples, lists, ``torch.Size``, small tensors and numpy arrays compare by value; a float that is a whole number
+  counts as an int (96.0 for 96, up to the rounding of float arithmetic), other floats with a relative tolerance.
 - ``check_function(fn, reference, cases, *, name, arg_names, hints={wrong_fn: hint}, mutation_hint=None)``:
   a reader's function against a reference on each case (a tuple of arguments); results may be tensors,
   numbers or tuples of them. A hint is chosen when ``wrong_fn`` gives exactly the reader's result (and
@@ -52,6 +53,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -133,8 +135,36 @@ def _answer_message(answer: Any, expected: Any, *, name: str, hints: Mapping[Any
     if _form(given) != _form(expected):
         return _(NOT_YET) + _("write {name} in the form {form}, with a number in place of each ...; your answer "
                               "{answer} has another form.").format(name=name, form=_form(expected), answer=_show(given))
+    broken = _not_whole(given, expected)
+    if broken is not None:
+        return _(NOT_YET) + _("{value} is not a whole number, but the answer here is made of whole numbers ({name}): "
+                              "look for a division that does not come out even.").format(value=_show(broken), name=name)
+    if _reordered(given, expected):
+        return _(NOT_YET) + _("{answer} has the right numbers in another order: read again in which order the "
+                              "question asks for {name}.").format(answer=_show(given), name=name)
     return _(NOT_YET) + _("{answer} is not {name}. Check your reasoning step by step, then try again.").format(
         answer=_show(given), name=name)
+
+
+def _not_whole(given: Any, expected: Any) -> float | None:
+    """The first number of the answer that is not whole where the expected answer has an int, or None."""
+    if isinstance(given, tuple) and isinstance(expected, tuple):
+        found = (_not_whole(g, e) for g, e in zip(given, expected, strict=True))
+        return next((number for number in found if number is not None), None)
+    if isinstance(expected, int) and isinstance(given, float) and math.isfinite(given) and not given.is_integer():
+        return given
+    return None
+
+
+def _reordered(given: Any, expected: Any) -> bool:
+    """True when the answer holds the expected numbers, each as often, in another order: (8, 1, 64) for (64, 8, 1)."""
+    if not (isinstance(given, tuple) and isinstance(expected, tuple)) or len(given) != len(expected) \
+            or len(given) < 2:
+        return False
+    flat = [number for number in given + expected if isinstance(number, (int, float)) and not isinstance(number, bool)]
+    if len(flat) != 2 * len(given):
+        return False
+    return sorted(given) == sorted(expected) and not _same(given, expected)
 
 
 def _function_message(fn: Any, reference: Callable, cases: Sequence[tuple], *, name: str, arg_names: Sequence[str],
@@ -220,6 +250,11 @@ def _explain_error(error: Exception, name: str, where: str, arg_names: Sequence[
         return _("the shapes did not fit in {name} ({where}): {message}. In queries @ keys^T the keys must be "
                  "transposed over their last two axes: keys.transpose(-2, -1).").format(name=name, where=where,
                                                                                        message=message)
+    if "Boolean value of Tensor" in message and "ambiguous" in message:
+        return _("{name} asked Python for one True or False about a whole tensor ({where}): Python's max, min, if, "
+                 "and, or compare single numbers. On tensors use torch.maximum(a, b) and torch.minimum(a, b), element "
+                 "by element, torch.where(condition, a, b) for if, and &, | for and, or.").format(name=name,
+                                                                                                 where=where)
     if isinstance(error, NameError):
         return _("{name} uses a name that does not exist ({kind}: {message}). Use only its arguments and names "
                  "defined in the notebook.").format(name=name, kind=kind, message=message)
@@ -228,7 +263,7 @@ def _explain_error(error: Exception, name: str, where: str, arg_names: Sequence[
 
 
 def _difference(got: Any, expected: Any, name: str, where: str) -> str:
-    if isinstance(expected, tuple) and not isinstance(got, tuple):
+    if isinstance(expected, tuple) and not isinstance(got, (tuple, list)):
         return _("{name} should return {count} results as a tuple, ({dots}), got a {kind} ({where}).").format(
             name=name, count=len(expected), dots=", ".join(["..."] * len(expected)), kind=type(got).__name__,
             where=where)
@@ -250,7 +285,8 @@ def _difference(got: Any, expected: Any, name: str, where: str) -> str:
                 shape=_shape(got), expected_shape=_shape(expected), where=where)
         if torch.isnan(got.double()).any() and not torch.isnan(expected.double()).any():
             return _("your output contains NaN ({where}); the reference has none.").format(where=where)
-        diff = (got.double() - expected.double()).abs()
+        differs = ~torch.isclose(got.double(), expected.double(), equal_nan=True)  # inf - inf would be NaN below
+        diff = torch.where(differs, (got.double() - expected.double()).abs().nan_to_num(nan=math.inf), 0.0)
         index = tuple(int(i) for i in (diff == diff.max()).nonzero()[0])
         return _("your output has the right shape {shape} but different values ({where}): at index {index} it is "
                  "{got}, expected {expected}.").format(shape=_shape(got), where=where, index=index,
@@ -281,7 +317,17 @@ def _copy(args: tuple) -> tuple:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equal values: tensors of equal shape (close for floats), numbers (close), sequences element by element."""
+    """Equal values: tensors of equal shape (close for floats), numbers, sequences element by element.
+
+    A numpy value counts as the Python value it holds, a 0-d tensor as a number where a number is expected. Two ints
+    are equal only when they are equal; an int and a float when the float is that int up to its rounding (a count
+    written 8 * 16 * 1024 * 1024 * 4.0 is right, one off by half is not); two floats within a relative 1e-6.
+    """
+    a, b = _from_numpy(a), _from_numpy(b)
+    if isinstance(a, Tensor) and a.dim() == 0 and isinstance(b, (int, float)):
+        a = a.item()
+    if isinstance(b, Tensor) and b.dim() == 0 and isinstance(a, (int, float)):
+        b = b.item()
     if isinstance(a, Tensor) or isinstance(b, Tensor):
         if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a.shape != b.shape:
             return False
@@ -291,17 +337,34 @@ def _same(a: Any, b: Any) -> bool:
         return bool(torch.allclose(a, b, rtol=10 * tolerance, atol=tolerance, equal_nan=True))
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
+        whole = isinstance(a, int) or isinstance(b, int)
+        return math.isclose(a, b, rel_tol=1e-12 if whole else 1e-6, abs_tol=1e-9)
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, Mapping) and isinstance(b, Mapping):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return a == b
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - values that cannot say whether they are equal are not the same
+        return False
+
+
+def _from_numpy(x: Any) -> Any:
+    """A numpy array or scalar as the Python value it holds (nested tuples for an array); anything else as is."""
+    if isinstance(x, np.ndarray) and x.dtype != object:
+        x = x.tolist()
+        return _plain(x) if isinstance(x, list) else x
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
 
 
 def _plain(x: Any) -> Any:
-    """An answer in plain Python: torch.Size and lists become tuples, small tensors nested tuples of numbers."""
+    """An answer in plain Python: torch.Size and lists become tuples, small tensors and numpy arrays nested tuples."""
+    x = _from_numpy(x)
     if isinstance(x, Tensor):
         return x.item() if x.dim() == 0 else tuple(_plain(row) for row in x)
     if isinstance(x, (tuple, list)):  # torch.Size is a tuple

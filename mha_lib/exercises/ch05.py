@@ -11,7 +11,7 @@ from typing import Any
 from ..chapters.anatomy import mha_flops
 from ..i18n import _
 from ..masks import causal_mask
-from ._engine import NOT_YET, check_answer, check_formula, contains_ellipsis, report
+from ._engine import NOT_YET, _plain, check_answer, check_formula, contains_ellipsis, report
 
 __all__ = ['check_explorer_split_shape', 'check_grey_cells', 'check_mha_flops', 'check_num_heads_options',
            'check_score_memory_answer']
@@ -28,17 +28,31 @@ def check_num_heads_options(answer: Any) -> None:
                                 "and 3."),
         (2, 4, 8, 16, 32, 48): _("32 does not divide 48 (48 / 32 = 1.5); the slider offers only divisors."),
     }
-    if isinstance(answer, (list, tuple, set)) and not contains_ellipsis(answer):
-        answer = tuple(sorted(answer)) if all(isinstance(a, int) for a in answer) else tuple(answer)
-        if all(isinstance(a, int) for a in answer) and answer != tuple(expected) and answer not in hints:
-            report(_(NOT_YET) + _divisor_hint(answer))
+    values = answer if isinstance(answer, set) else _plain(answer)  # a tensor or numpy array -> a tuple of numbers
+    if not contains_ellipsis(values):
+        if not isinstance(values, (tuple, set)) or not all(_is_number(value) for value in values):
+            report(_(NOT_YET) + _("write the num_heads options as a list of numbers, [..., ..., ...], one for each "
+                                  "value the slider offers."))
             return
-    check_answer(answer, tuple(expected), name=_("the num_heads options"), hints=hints,
+        # any order: sorted, and 2.0 counts as 2
+        values = tuple(sorted(int(value) if float(value).is_integer() else value for value in values))
+        if values != tuple(expected) and values not in hints:
+            report(_(NOT_YET) + _divisor_hint(values))
+            return
+    check_answer(values, tuple(expected), name=_("the num_heads options"), hints=hints,
                  success=_("the divisors of 48; each one gives a whole head_dim = 48 / num_heads."))
 
 
-def _divisor_hint(answer: tuple[int, ...]) -> str:
-    """A hint for a list of whole numbers that is not the divisors of 48, without giving away how many there are."""
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _divisor_hint(answer: tuple[float, ...]) -> str:
+    """A hint for a list of numbers that is not the divisors of 48, without giving away how many there are."""
+    fractions = [a for a in answer if not float(a).is_integer()]
+    if fractions:
+        return _("{wrong} cannot be num_heads: a layer has a whole number of heads, and the slider offers only the "
+                 "whole numbers that divide 48.").format(wrong=fractions)
     wrong = [a for a in answer if a <= 0 or 48 % a != 0]
     if wrong:
         examples = ", ".join(f"48 / {a} = {48 / a:g}" if a > 0 else _("{count} heads").format(count=a)
@@ -117,6 +131,8 @@ def check_grey_cells(answer: Any) -> None:
                         "mha_lib.causal_mask aligns it at the top left: query i sees keys 0..i."),
         32 - expected: _("that counts the cells a query may see; the grey ones are the others."),
         0: _("valid_len = 4 masks nothing here, but causal does: query 0 may not see keys 1, 2 and 3."),
+        3: _("3 counts the queries that miss a key; the question counts the grey CELLS: how many keys does each of "
+             "those queries miss?"),
         28: _("that is the upper triangle of an 8 x 8 panel; with 4 keys the panel is 8 x 4."),
         32: _("32 is every cell of the 8 x 4 panel. valid_len = 4 hides no key here; only the causal mask hides "
               "cells: the keys after queries 0, 1 and 2."),

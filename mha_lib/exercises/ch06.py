@@ -12,18 +12,20 @@ from torch import Tensor
 
 from ..chapters.toy import IGNORE
 from ..i18n import _
-from ._engine import check_answer, check_function
+from ._engine import _plain, check_answer, check_function
 
 __all__ = ['check_ablate_head', 'check_task_targets']
 
 
 def _one_row(answer: Any) -> Any:
-    """The row of a one-sequence batch, as ``task.targets(torch.tensor([[...]]))`` prints it; anything else as is."""
-    if isinstance(answer, Tensor) and answer.dim() == 2 and answer.shape[0] == 1:
-        return answer[0]
-    if isinstance(answer, (list, tuple)) and len(answer) == 1 and isinstance(answer[0], (list, tuple, Tensor)):
-        return answer[0]
-    return answer
+    """The row of a one-sequence batch, as ``task.targets(torch.tensor([[...]]))`` prints it; anything else as is.
+
+    Tensors and numpy arrays become tuples of numbers first, so a ``(1, 5)`` array passes as well as its row.
+    """
+    rows = _plain(answer)
+    if isinstance(rows, tuple) and len(rows) == 1 and isinstance(rows[0], tuple):
+        return rows[0]
+    return rows
 
 
 def check_task_targets(answer: Any) -> None:
@@ -66,6 +68,12 @@ def _ablate_width_num_heads(concatenated: Tensor, head: int, num_heads: int) -> 
     return result
 
 
+def _ablate_interleaved(concatenated: Tensor, head: int, num_heads: int) -> Tensor:
+    result = concatenated.clone()
+    result[..., head::num_heads] = 0
+    return result
+
+
 def _ablate_all_but(concatenated: Tensor, head: int, num_heads: int) -> Tensor:
     return concatenated - _ablate_right(concatenated, head, num_heads)
 
@@ -82,6 +90,9 @@ def check_ablate_head(fn: Any) -> None:
                           "concatenated[..., head * head_dim:(head + 1) * head_dim]."),
         _ablate_width_num_heads: _("each head owns head_dim = num_hiddens // num_heads features, not num_heads."),
         _ablate_all_but: _("you kept only that head; the exercise zeroes that head and keeps all the others."),
+        _ablate_interleaved: _("you zeroed every num_heads-th feature (head, head + num_heads, ...), as if the heads "
+                               "took turns; the concatenation puts each head's head_dim features next to each other, "
+                               "so a head owns one block: concatenated[..., head * head_dim:(head + 1) * head_dim]."),
     }, mutation_hint=_("your function changed its input in place; the model still needs the original. Work on a "
                        "copy (concatenated.clone()) or multiply by a mask."),
        success=_("head h owns features h * head_dim .. (h + 1) * head_dim - 1 of the concatenation, on every "

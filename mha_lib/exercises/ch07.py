@@ -33,6 +33,9 @@ def check_score_bytes_answer(answer: Any) -> None:
         1_610_612_736: _("that is the number of scores; each float16 score takes 2 bytes."),
         268_435_456: _("every head has its own score matrix: multiply by num_heads = 12."),
         786_432: _("the score matrix is 4096 x 4096 per head and sequence: it grows as n^2, not n."),
+        3: _("that is the size in GiB (2^30 bytes each); the question asks for the number of bytes: 3 * 2^30."),
+        3072: _("that is the size in MiB (2^20 bytes each); the question asks for the number of bytes: "
+                "3072 * 2^20."),
     }, success=_("8 * 12 * 4096 * 4096 * 2 bytes = 3 GiB, even in float16: the reason for fused kernels."))
 
 
@@ -52,6 +55,9 @@ def check_attention_flops(fn: Any) -> None:
         lambda b, n, d: b * n * n * d:
             _("count both products, Q K^T and weights @ V, and two FLOPs (a multiply and an add) for each "
               "multiply-add."),
+        lambda b, n, d: 8 * b * n * d * d + 4 * b * n * n * d:
+            _("you counted the projections W_q, W_k, W_v and W_o too; the question asks for the two products of "
+              "attention only, Q K^T and weights @ V."),
         lambda b, n, d: 4 * b * n * d:
             _("every query meets every key: each product has n * n * d multiply-adds, so the count grows as n^2."),
     }, success=_("4 * batch_size * seq_len^2 * num_hiddens, whatever the number of heads."))

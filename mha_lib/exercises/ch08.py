@@ -5,13 +5,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from ..i18n import _
-from ._engine import CORRECT, NOT_YET, _function_message, check_answer, contains_ellipsis, report
+from ._engine import CORRECT, NOT_YET, _function_message, _plain, check_answer, contains_ellipsis, report
 
 __all__ = ["check_finfo_min_minus_100", "check_fixed_masked_softmax", "check_lens_that_hide_bug4"]
 
@@ -47,9 +48,12 @@ def _nothing_to_see() -> tuple[Tensor, Tensor]:
     return scores, mask
 
 
+VISIBLE_MAX = -65440.0  # the largest visible score of the probe: the third most negative float16 (steps of 32)
+
+
 def _low_scores() -> tuple[Tensor, Tensor]:
-    """float16 scores far below any usual constant fill: only a fill at finfo.min (or -inf) keeps them first."""
-    scores = torch.tensor([[[-30000.0, -29984.0, 0.5, 1.0]]], dtype=torch.float16)  # (1, 1, 4)
+    """float16 scores at the bottom of the range, keys 0-1 visible: only a fill at finfo.min (or -inf) stays below."""
+    scores = torch.tensor([[[VISIBLE_MAX - 32, VISIBLE_MAX, 0.5, 1.0]]], dtype=torch.float16)  # (1, 1, 4)
     mask = torch.tensor([[[1, 1, 0, 0]]])
     return scores, mask
 
@@ -78,25 +82,44 @@ def _fully_masked_message(fn: Any) -> str:
     else:
         row = _("a query with no visible key gets even weights over its hidden keys: finite, no NaN "
                 "(mha_lib's masked_softmax would set them to 0, section 8)")
+    low_fill = _fill_above_the_bottom(fn)
+    if low_fill:
+        return _(NOT_YET) + low_fill
+    fill = _("your fill is at the bottom of the range, like torch.finfo(scores.dtype).min: no real score lies below it")
+    return _(CORRECT) + _("the softmax runs over the keys (dim=-1); {fill}; and {row}.").format(fill=fill, row=row)
+
+
+def _fill_above_the_bottom(fn: Any) -> str:
+    """A hint when visible scores at the bottom of the float16 range lose to the hidden keys; '' when they do not.
+
+    A constant fill such as -100 or -1e4 passes every ordinary case (real scores lie above it), but a visible score
+    below the fill then counts for less than a hidden key: the hidden keys take the weight. Section 5's fill,
+    torch.finfo(scores.dtype).min, lies below every real score, and so does -inf (made safe as in section 8).
+    """
     scores, mask = _low_scores()
     try:
-        low = torch.as_tensor(fn(scores, mask)).float()
-    except Exception:  # noqa: BLE001 - the answer passed every ordinary case; an extreme one only refines the praise
-        low = None
-    if low is not None and low[0, 0, 2:].sum() > 0.5:
-        fill = _("your fill is a finite constant: it works here, but a real score below it (e.g. -30000 in float16) "
-                 "would lose to the hidden keys; no real score lies below torch.finfo(scores.dtype).min")
-    else:
-        fill = _("your fill is at the bottom of the range, like torch.finfo(scores.dtype).min: no real score lies "
-                 "below it")
-    return _(CORRECT) + _("the softmax runs over the keys (dim=-1); {fill}; and {row}.").format(fill=fill, row=row)
+        weights = torch.as_tensor(fn(scores.clone(), mask.clone())).float()
+        hidden_share = float(weights[0, 0, 2:].sum())
+    except Exception as error:  # noqa: BLE001 - any error in the reader's code becomes a hint
+        return _("fixed_softmax raised {error} for float16 scores at the bottom of the range, (1, 1, 4) = "
+                 "[[[{low}, {lowest}, 0.5, 1.0]]] with the last two keys hidden.").format(
+            error=f"{type(error).__name__}: {error}", low=f"{VISIBLE_MAX - 32:g}", lowest=f"{VISIBLE_MAX:g}")
+    if math.isnan(hidden_share):
+        return _("your output contains NaN for float16 scores at the bottom of the range; the reference has none.")
+    if hidden_share < 1e-3:
+        return ""
+    return _("your fill is a constant above the bottom of the range, and real scores below it lose to the hidden "
+             "keys: a query that may see only scores near {lowest} (float16) gives {share} of its weight to hidden "
+             "keys. No real score lies below torch.finfo(scores.dtype).min (section 5): fill with it.").format(
+        lowest=f"{VISIBLE_MAX:g}", share=f"{hidden_share:.0%}")
 
 
 def check_fixed_masked_softmax(fn: Any) -> None:
     """Exercise 1: ``fixed_softmax(scores, mask)`` for float16 scores ``(batch_size, num_queries, num_kvpairs)``.
 
     Its ordinary cases must equal a fill at ``finfo.min`` and a softmax over the keys; then a query with no
-    visible key must get no NaN, and the verdict says what the answer did with it.
+    visible key must get no NaN, and the verdict says what the answer did with it; last, visible scores at the
+    bottom of the float16 range must keep their weight (a constant fill such as -1e4 gives it to the hidden keys).
     """
     message = _function_message(fn, _softmax_right, _softmax_cases(), name="fixed_softmax",
                                 arg_names=["scores", "mask"], hints={
@@ -120,6 +143,10 @@ def check_lens_that_hide_bug4(answer: Any) -> None:
     if pair is None or len(pair) != 2 or any(len(lens) != 2 for lens in pair):
         report(_(NOT_YET) + _("give two valid_lens, each with batch_size = 2 numbers, e.g. ([..., ...], [..., ...])."))
         return
+    if any(not float(length).is_integer() or length < 0 for lens in pair for length in lens):
+        report(_(NOT_YET) + _("a valid length counts keys, so each one is a whole number, 0 or more; your valid_lens "
+                              "are {pair}.").format(pair=pair))
+        return
     if pair[0] == pair[1]:
         report(_(NOT_YET) + _("the two valid_lens must differ from each other."))
         return
@@ -136,7 +163,11 @@ def check_lens_that_hide_bug4(answer: Any) -> None:
 
 def check_finfo_min_minus_100(answer: Any) -> None:
     """Exercise 4: ``torch.tensor(torch.finfo(torch.float16).min, dtype=torch.float16) - 100``."""
-    value = answer.item() if isinstance(answer, Tensor) and answer.numel() == 1 else answer
+    value = answer.item() if isinstance(answer, Tensor) and answer.numel() == 1 else _plain(answer)
+    if isinstance(answer, str):
+        report(_(NOT_YET) + _("write the result as a number, not as text: float('-inf') for minus infinity, "
+                              "-65504.0 for a finite number."))
+        return
     if isinstance(value, float) and value != value:  # NaN is the one number not equal to itself
         report(_(NOT_YET) + _("nothing here is undefined: a finite number minus 100 overflows to -inf, not NaN."))
         return

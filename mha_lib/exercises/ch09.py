@@ -62,6 +62,9 @@ def check_cache_bytes_answer(answer: Any) -> None:
         536_870_912 // 2: _("each bfloat16 number takes 2 bytes, and the cache holds keys and values (x2 again)."),
         33_554_432: _("every layer has its own cache: multiply by num_layers = 32."),
         131_072: _("that is the cache of ONE token; the context holds 8192 of them."),
+        1: _("that is the size in GiB (2^30 bytes each); the question asks for the number of bytes: 2^30."),
+        1024: _("that is the size in MiB (2^20 bytes each); the question asks for the number of bytes: "
+                "1024 * 2^20."),
     }, success=_("2 x 32 layers x 8 heads x 128 x 8192 tokens x 2 bytes = 1 GiB per sequence."))
 
 

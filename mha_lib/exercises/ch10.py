@@ -95,4 +95,5 @@ def check_tile_counts(answer: Any) -> None:
                   "hidden from every query and are skipped."),
         (8, 3): _("keys 0..255 fill exactly two tiles of 128; the third tile starts at key 256, which no query sees."),
         (7, 8): _("the order is (without a mask, causal); and round up."),
+        (8, 6): _("6 counts the tiles that causal attention SKIPPED; the question asks for the tiles it computes."),
     }, success=_("ceil(1000 / 128) = 8 tiles; causally only keys 0..255 are visible: 2 tiles, 6 skipped."))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -26,7 +27,7 @@ def _grid_cases() -> list[tuple[Tensor, Tensor, Tensor, Tensor]]:
 def _as_mask(mask_mod: Any) -> Any:
     """Run a reader's mask_mod on whole grids of indices; explain `and`/`or`, which tensors cannot use."""
 
-    def run(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+    def run(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Any:
         try:
             out = mask_mod(b, h, q_idx, kv_idx)
         except RuntimeError as error:
@@ -34,6 +35,8 @@ def _as_mask(mask_mod: Any) -> Any:
                 raise RuntimeError(_("Python's and / or / not cannot combine tensors: use &, | and ~, with brackets "
                                      "around each comparison, e.g. (kv_idx <= q_idx) & (kv_idx >= 0)")) from None
             raise
+        if out is None or isinstance(out, str):
+            return out  # the checker says what came back
         size = (b.shape[0], h.shape[1], q_idx.shape[2], kv_idx.shape[3])
         return torch.broadcast_to(torch.as_tensor(out), size).to(torch.bool)  # -> (batch, heads, queries, kvpairs)
 
@@ -78,7 +81,8 @@ def check_alibi_slopes(fn: Any) -> None:
     def as_tensor(f: Any) -> Any:
         def run(num_heads: int) -> Tensor:
             out = f(num_heads)
-            return torch.as_tensor(out, dtype=torch.float32) if isinstance(out, (list, tuple, Tensor)) else out
+            array_like = isinstance(out, (list, tuple, Tensor, np.ndarray))
+            return torch.as_tensor(out, dtype=torch.float32) if array_like else out
         return run
 
     def reference(num_heads: int) -> Tensor:
@@ -107,8 +111,11 @@ def check_alibi_slopes(fn: Any) -> None:
 
 def _document_mask(ids_fn: Any) -> Any:
     """The bidirectional document mask that a reader's ids give, as a (sequence, sequence) boolean tensor."""
-    def run(lengths: list[int]) -> Tensor:
-        ids = torch.as_tensor(ids_fn(list(lengths)))
+    def run(lengths: list[int]) -> Any:
+        ids = ids_fn(list(lengths))
+        if ids is None or isinstance(ids, str):
+            return ids  # the checker says what came back
+        ids = torch.as_tensor(ids)
         if ids.shape != (sum(lengths),):
             raise ValueError(_("my_document_ids({lengths}) should have shape ({total},), one id per token, "
                                "got {shape}").format(lengths=lengths, total=sum(lengths), shape=tuple(ids.shape)))

@@ -1,11 +1,12 @@
 """A real JupyterLab server and a headless Chromium for the real-browser tests (``make test-browser``).
 
 The server runs from this project's ``.venv`` (so its kernel has ``mha_lib``), listens on 127.0.0.1 on a
-free port, and accepts only requests that carry a fresh random token. It serves a temporary copy of
-``chapters/`` (the reader edition that ``make lab`` opens: exercises unsolved), with its own settings and
-runtime folders, so a run never writes into the checkout or reads a user's JupyterLab settings. The browser is
-Debian's ``chromium`` driven by Playwright; no browser is downloaded. Server, kernels and browser are stopped
-even when a test fails.
+free port, and accepts only requests that carry a fresh random token. It starts as `make lab` and `make lab-zh`
+start it (``tools/reader_lab.py``: the configuration that turns nbgrader off, the app settings, chapter 00), and
+serves a temporary copy of ``chapters/`` made as the reader's ``my-chapters/`` is made (``tools/workcopy.py``),
+with its own user settings and runtime folders, so a run never writes into the checkout or reads a user's
+JupyterLab settings. The browser is Debian's ``chromium`` driven by Playwright; no browser is downloaded.
+Server, kernels and browser are stopped even when a test fails.
 
 Environment variables:
     CHROMIUM           path of the Chromium executable (default: ``chromium`` or ``chromium-browser`` on PATH)
@@ -40,6 +41,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 from lab_helpers import LabServer, http_status
 
+from tools import reader_lab, workcopy
+
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = ROOT / ".venv" / "bin"
 SCREENSHOTS = ROOT / "build" / "screenshots"
@@ -53,8 +56,6 @@ LAB_SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
         "fetchNews": "false", "checkForUpdates": False},
 }
-# JupyterLab in Chinese: the locale of jupyterlab-language-pack-zh-cn, as .jupyter/lab/settings-zh sets it
-ZH_SETTINGS = {"@jupyterlab/translation-extension/plugin.jupyterlab-settings": {"locale": "zh_CN"}}
 
 
 def _free_port() -> int:
@@ -130,22 +131,23 @@ def chromium_executable() -> str:
 
 
 @contextmanager
-def running_lab(tmp_path_factory: pytest.TempPathFactory, source: Path,
+def running_lab(tmp_path_factory: pytest.TempPathFactory, source: Path, edition: str = "en",
                 settings: dict[str, dict] = LAB_SETTINGS) -> Iterator[LabServer]:
-    """JupyterLab from .venv on 127.0.0.1, a free port and a random token, serving a copy of ``source``."""
+    """JupyterLab from .venv as a reader of ``edition`` gets it, on 127.0.0.1, a free port and a random token,
+    serving a copy of ``source``."""
     jupyter = VENV_BIN / "jupyter"
     if not jupyter.exists():
         pytest.fail(f"{jupyter} is missing: run `make setup` first")
     home = tmp_path_factory.mktemp("lab")
     root = home / "notebooks"
-    shutil.copytree(source, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    workcopy.update(source, root)
     settings_dir = home / "user-settings"
     for name, values in settings.items():
         (settings_dir / name).parent.mkdir(parents=True, exist_ok=True)
         (settings_dir / name).write_text(json.dumps(values))
 
     port, token = _free_port(), secrets.token_hex(24)
-    env = {
+    env = reader_lab.environment({  # .jupyter/reader first on JUPYTER_CONFIG_PATH, as for `make lab`
         **os.environ,
         # Nothing from the user's own Jupyter and IPython set-up, nothing written there.
         "JUPYTER_CONFIG_DIR": str(home / "config"),
@@ -153,7 +155,7 @@ def running_lab(tmp_path_factory: pytest.TempPathFactory, source: Path,
         "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
         "IPYTHONDIR": str(home / "ipython"),
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
+    })
     command = [
         str(jupyter), "lab", "--no-browser",
         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
@@ -161,6 +163,7 @@ def running_lab(tmp_path_factory: pytest.TempPathFactory, source: Path,
         f"--ServerApp.root_dir={root}",
         f"--LabApp.user_settings_dir={settings_dir}", f"--LabApp.workspaces_dir={home / 'workspaces'}",
         "--LabApp.expose_app_in_browser=True",  # window.jupyterapp.restored: the page is ready for keys
+        *reader_lab.arguments(edition),  # chapter 00 and the settings of `make lab` / `make lab-zh`
     ]
     if os.geteuid() == 0:  # CI machines and containers run as root
         command.append("--allow-root")
@@ -179,7 +182,7 @@ def running_lab(tmp_path_factory: pytest.TempPathFactory, source: Path,
                 pytest.fail(f"JupyterLab did not answer in {SERVER_START_TIMEOUT} s:\n"
                             f"{(home / 'server.log').read_text()}")
             time.sleep(0.25)  # polling the server's own readiness, not waiting for the page
-        yield LabServer(url=url, token=token, root=root, pid=process.pid)
+        yield LabServer(url=url, token=token, root=root, pid=process.pid, log=home / "server.log")
     finally:
         _stop(process, url, token)
         log.close()
@@ -196,7 +199,7 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
 @pytest.fixture(scope="session")
 def lab_server_zh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     """The Chinese reader edition in a Chinese JupyterLab (the language pack, as `make lab-zh` opens it)."""
-    with running_lab(tmp_path_factory, ROOT / "zh-CN" / "chapters", LAB_SETTINGS | ZH_SETTINGS) as server:
+    with running_lab(tmp_path_factory, ROOT / "zh-CN" / "chapters", "zh_CN") as server:
         yield server
 
 

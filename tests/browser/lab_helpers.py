@@ -40,6 +40,7 @@ class LabServer:
     token: str
     root: Path  # the folder it serves
     pid: int
+    log: Path  # what the server printed: what a reader sees in the terminal
 
     def lab_url(self, notebook: str) -> str:
         """The address that opens ``notebook`` in JupyterLab, signed in with the token."""

@@ -22,7 +22,7 @@ three timings: the test fails on a change that is slow again, not on one pause. 
 exceeds its CPU count a miss is reported as an expected failure (xfail) with the numbers. The median and the worst
 (first timings), per option and overall, the re-timed changes and the worst median are written with the machine's
 description to ``build/explorer-latency.json``; with ``MHA_RECORD_LATENCY=1`` also to
-``mha_lib/_bench/results/explorer/browser-<date>.json``, the recording that chapter 05 prints.
+``mha_lib/_bench/results/explorer/browser-<date>.json``, the recording that benchmarks/README.md quotes.
 """
 
 from __future__ import annotations

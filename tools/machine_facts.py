@@ -1,0 +1,150 @@
+"""Facts of the machine that executed a notebook, kept out of its stored outputs.
+
+    python -m tools.machine_facts scrub NOTEBOOK ...   # after executing: replace them in live-timing cells
+    python -m tools.machine_facts check [NOTEBOOK ...] # list every stored fact of this machine (default: all editions)
+
+A stored output is read on other machines, and checked against them by nbval, so it must not carry what only the
+machine that ran it knows: its CPU model, its cache sizes, its number of cores. A live timing cell (one marked
+``# NBVAL_IGNORE_OUTPUT``) prints them on purpose, for the reader who runs it; ``scrub`` replaces them in the stored
+copy with a placeholder in angle quotes, ``‹CPU model›``, ``L2 ‹size›``, ``‹N› threads``, which reads the same in
+every language. A checked cell must not print them at all: ``check`` (and tests/test_machine_facts.py, in
+``make test``) lists them, so the mistake shows on the machine that made it.
+
+What counts as a fact, read from this machine:
+- the CPU model, as ``mha_lib._bench.timing.device_name("cpu")`` reads it from /proc/cpuinfo;
+- each data or unified cache, as ``machine_summary`` prints it (``L2 2048K``);
+- the number of logical cores, where it is above 1, in the phrases the chapters print (``2 threads``, ``2 个线程``,
+  ``logical_cores  2``, ``torch_threads  2``, ``2 cores``, ``2 个核心``); one thread is a setting, not a fact of
+  the machine.
+Recorded benchmark files name the machine they were recorded on; chapters print them by a short name (``AMD EPYC``)
+and the file's name, and the file keeps the details.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+EDITIONS = ("notebooks", "chapters", "zh-CN/notebooks", "zh-CN/chapters")
+IGNORE_MARK = "NBVAL_IGNORE_OUTPUT"
+CPU_PLACEHOLDER, SIZE_PLACEHOLDER, COUNT_PLACEHOLDER = "‹CPU model›", "‹size›", "‹N›"
+
+
+def cpu_model() -> str | None:
+    """The CPU model named in /proc/cpuinfo, or None where there is no such file or line (macOS, Windows)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip() or None
+    except OSError:
+        pass
+    return None
+
+
+def cache_sizes() -> dict[str, str]:
+    """This machine's data and unified caches as ``machine_summary`` names them: ``{"L1d": "48K", "L2": "2048K"}``."""
+    from mha_lib._bench.timing import cpu_caches  # imports torch: only when asked
+
+    return {name: size for name, size in cpu_caches().items() if not name.endswith("i")}
+
+
+def fact_patterns(model: str | None = None, caches: dict[str, str] | None = None,
+                  cores: int | None = None) -> list[tuple[re.Pattern[str], str]]:
+    """(pattern, replacement) for every fact of a machine; each argument defaults to this machine's."""
+    model = cpu_model() if model is None else model
+    caches = cache_sizes() if caches is None else caches
+    cores = os.cpu_count() if cores is None else cores
+    patterns = []
+    if model:
+        patterns.append((re.compile(re.escape(model)), CPU_PLACEHOLDER))
+    for name, size in caches.items():
+        patterns.append((re.compile(rf"\b{re.escape(name)} {re.escape(size)}(?!\w)"), f"{name} {SIZE_PLACEHOLDER}"))
+    if cores and cores > 1:
+        count = rf"(?<![\d.,]){cores}"
+        patterns += [
+            (re.compile(rf"{count}( threads?| cores?| ?个线程| ?个核心?)"), rf"{COUNT_PLACEHOLDER}\1"),
+            (re.compile(rf"((?:logical_cores|torch_threads)\s+){cores}\b"), rf"\g<1>{COUNT_PLACEHOLDER}"),
+        ]
+    return patterns
+
+
+def output_texts(output: dict) -> Iterator[tuple[dict | list, str | int]]:
+    """(container, key) of every text an output stores: a stream, a traceback line, each text-like MIME type.
+
+    ``output`` as nbformat reads it: every text one string.
+    """
+    if "text" in output:
+        yield output, "text"
+    if "traceback" in output:
+        for i in range(len(output["traceback"])):
+            yield output["traceback"], i
+    for key, value in output.get("data", {}).items():
+        if isinstance(value, str) and (key.startswith("text/") or key.endswith("+xml")):
+            yield output["data"], key
+
+
+def find(nb: dict, patterns: list[tuple[re.Pattern[str], str]] | None = None) -> list[tuple[int, str]]:
+    """(cell index, matched text) for every fact of this machine in the stored outputs of ``nb``."""
+    patterns = fact_patterns() if patterns is None else patterns
+    found = []
+    for index, cell in enumerate(nb["cells"]):
+        for output in cell.get("outputs", []):
+            for container, key in output_texts(output):
+                text = container[key]
+                found += [(index, match.group(0)) for pattern, _ in patterns for match in pattern.finditer(text)]
+    return found
+
+
+def scrub(nb: dict, patterns: list[tuple[re.Pattern[str], str]] | None = None) -> int:
+    """Replace the facts of this machine in the outputs of ``nb``'s live-timing cells; return how many.
+
+    Only cells whose source carries ``# NBVAL_IGNORE_OUTPUT`` are touched: nbval compares the others, so
+    changing them would hide a difference; a fact there is a mistake for ``check`` to report.
+    """
+    patterns = fact_patterns() if patterns is None else patterns
+    replaced = 0
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code" or IGNORE_MARK not in "".join(cell["source"]):
+            continue
+        for output in cell.get("outputs", []):
+            for container, key in output_texts(output):
+                text = container[key]
+                for pattern, replacement in patterns:
+                    text, count = pattern.subn(replacement, text)
+                    replaced += count
+                container[key] = text
+    return replaced
+
+
+def _notebooks(paths: list[str]) -> list[Path]:
+    if paths:
+        return [Path(path) for path in paths]
+    return sorted(path.relative_to(ROOT) for edition in EDITIONS for path in (ROOT / edition).glob("*.ipynb"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] not in ("scrub", "check"):
+        print(__doc__.split("\n\n")[0], file=sys.stderr)
+        return 2
+    command, paths = argv[0], _notebooks(argv[1:])
+    patterns = fact_patterns()
+    problems = 0
+    for path in paths:
+        nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+        if command == "scrub" and scrub(nb, patterns):
+            nbformat.write(nb, path)
+        for index, fact in find(nb, patterns):
+            problems += 1
+            print(f"{path}: cell {index}: {fact!r}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
