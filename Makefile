@@ -169,13 +169,13 @@ clean: ## remove the virtual environments, caches and build output
 # `make outputs` refreshes the notebooks that strict nbval compares. uv comes from `pip install uv`.
 UV ?= uv
 lock: ## regenerate requirements.lock from pyproject.toml with uv (LOCK_ARGS=--upgrade to take new releases)
-	$(UV) pip compile pyproject.toml --extra dev --extra browser --extra hub --universal --python-version 3.11 \
+	$(UV) pip compile pyproject.toml --extra dev --extra browser --extra hub --extra book --universal --python-version 3.11 \
 		--custom-compile-command "make lock" --output-file $(LOCK) $(LOCK_ARGS)
 
-# Lecture mode (tools/lecture): reveal.js slides and static HTML pages that work offline. reveal.js and MathJax
+# Lecture mode (tools/lecture): reveal.js slides that work offline. reveal.js and MathJax (which the book uses too)
 # come from two PyPI packages, pinned with hashes in tools/lecture/requirements-assets.txt and installed once
 # into build/vendor (the only step that needs the network); no Node.js, no CDN.
-.PHONY: slides html
+.PHONY: slides
 LECTURE_VENDOR := build/vendor
 LECTURE_ASSETS := $(LECTURE_VENDOR)/.installed
 
@@ -189,9 +189,28 @@ slides: $(STAMP) $(LECTURE_ASSETS) ## reveal.js slides of every chapter, offline
 	rm -rf build/slides
 	$(BIN)/python -m tools.lecture slides --assets $(LECTURE_VENDOR) --out build/slides $(NOTEBOOKS)
 
-html: $(STAMP) $(LECTURE_ASSETS) ## every chapter as a static HTML page, with an index, in build/html/
-	rm -rf build/html
-	$(BIN)/python -m tools.lecture html --assets $(LECTURE_VENDOR) --out build/html $(NOTEBOOKS)
+# --- The book (issue 35): the reader edition as a static web site, to read without installing anything --------------
+# tools/book builds chapters/ and zh-CN/chapters/ with their stored outputs (nothing is executed) into build/book/en and
+# build/book/zh-CN, with Sphinx, MyST-NB and the Sphinx Book Theme from the `book` extra (at the versions of the lock).
+# MathJax is the vendored copy of the slides; no page loads anything from the network. Open build/book/index.html,
+# or serve build/book with any static web server. `make test-book` opens it in headless Chromium (needs chromium).
+# `make html` builds the instructor edition (notebooks/, zh-CN/notebooks/: solved) the same way, for lecturers; it
+# replaced tools/lecture's hand-made pages (and `make html-zh`: both languages are in it).
+.PHONY: book test-book html
+BOOK_STAMP := $(VENV)/.installed-book
+
+$(BOOK_STAMP): $(STAMP)
+	$(call pip_install,dev$(comma)book)
+	touch $@
+
+book: $(BOOK_STAMP) $(LECTURE_ASSETS) ## the reader edition, English and Chinese, as a static web site in build/book/ (open index.html)
+	$(BIN)/python -m tools.book --assets $(LECTURE_VENDOR) --out build/book
+
+html: $(BOOK_STAMP) $(LECTURE_ASSETS) ## the instructor edition (solved), English and Chinese, as a static web site in build/html/
+	$(BIN)/python -m tools.book --assets $(LECTURE_VENDOR) --out build/html --solved
+
+test-book: book $(BROWSER_STAMP) ## build the book, then read it in headless Chromium: chapters, figures, math, search, folds
+	timeout --kill-after=30 600 $(BIN)/python -m pytest tests/book
 
 # --- The real-browser test (issue 7): JupyterLab in headless Chromium, as a reader uses it. ---
 # Needs Debian's chromium (`apt-get install chromium`; .ci/run installs it). Playwright drives it and never
@@ -218,7 +237,7 @@ assignments: $(STAMP) ## an nbgrader course in course/ (another folder: COURSE=p
 # JupyterLab's own menus come in Chinese from the jupyterlab-language-pack-zh-cn package, chosen by settings-zh.
 ZH_NOTEBOOKS := $(patsubst notebooks/%,zh-CN/notebooks/%,$(NOTEBOOKS))
 ZH_CHAPTERS := $(patsubst notebooks/%,zh-CN/chapters/%,$(NOTEBOOKS))
-.PHONY: lab-zh reset-zh refresh-zh zh slides-zh html-zh assignments-zh
+.PHONY: lab-zh reset-zh refresh-zh zh slides-zh assignments-zh
 
 lab-zh: $(STAMP) ## 中文版：JupyterLab in Chinese at chapter 00 of your copy my-chapters-zh/ of zh-CN/chapters/
 	$(BIN)/python -m tools.reader_lab --edition zh_CN --port $(PORT)
@@ -242,10 +261,6 @@ zh: $(STAMP) ## rebuild the Chinese edition from notebooks/ and translations/zh_
 slides-zh: $(STAMP) $(LECTURE_ASSETS) ## the Chinese chapters as reveal.js slides in build/slides-zh/
 	rm -rf build/slides-zh
 	$(BIN)/python -m tools.lecture slides --assets $(LECTURE_VENDOR) --out build/slides-zh $(ZH_NOTEBOOKS)
-
-html-zh: $(STAMP) $(LECTURE_ASSETS) ## the Chinese chapters as static HTML pages in build/html-zh/
-	rm -rf build/html-zh
-	$(BIN)/python -m tools.lecture html --assets $(LECTURE_VENDOR) --out build/html-zh $(ZH_NOTEBOOKS)
 
 assignments-zh: $(STAMP) ## the nbgrader course of the Chinese chapters in course-zh/
 	$(BIN)/python -m tools.nbgrader_course course-zh $(ZH_NOTEBOOKS)

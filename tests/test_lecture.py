@@ -1,4 +1,4 @@
-"""tools/lecture: the slide metadata rules, offline slides and pages, and the index of chapters."""
+"""tools/lecture: the slide metadata rules, offline slides, and their index (the web pages: tests/test_book.py)."""
 
 import base64
 import struct
@@ -154,26 +154,16 @@ def test_slides_leave_out_skipped_cells_and_the_setup_cell():
     assert page.count("<section") >= 4
 
 
-def test_pages_load_mathjax_from_the_local_folder_and_embed_pictures():
-    nb = small_chapter()
-    nb.cells.append(new_code_cell("fig", outputs=[new_output("display_data", {"image/png": png(10, 10)})]))
-    page = lecture.render_page(nb, "05_small")
-    assert any(url.startswith(lecture.MATHJAX_URL) for url in local_urls(page))
-    assert lecture.offline_problems(page) == []
-    assert "data:image/png;base64," in page
-    assert "module_3" in page  # static pages show every cell
-
-
 def test_widgets_become_a_static_note_and_no_widget_manager_is_loaded():
     nb = small_chapter()
     nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2}}
     view = {"model_id": "abc", "version_major": 2, "version_minor": 0}
     nb.cells.append(new_code_cell("slider", outputs=[
         new_output("display_data", {lecture.WIDGET_MIME: view, "text/plain": "IntSlider(value=3)"})]))
-    for page in (lecture.render_slides(nb, "05_small"), lecture.render_page(nb, "05_small")):
-        assert lecture.WIDGET_NOTE in page
-        assert "IntSlider" not in page and "html-manager" not in page
-        assert lecture.offline_problems(page) == []
+    page = lecture.render_slides(nb, "05_small")
+    assert lecture.WIDGET_NOTE in page
+    assert "IntSlider" not in page and "html-manager" not in page
+    assert lecture.offline_problems(page) == []
     assert "widgets" in nb.metadata, "rendering must not change the caller's notebook"
 
 
@@ -190,13 +180,13 @@ def test_hide_test_markers_drops_only_marker_lines(source, shown):
     assert lecture.hide_test_markers(source) == shown
 
 
-def test_slides_and_pages_hide_test_markers_and_keep_the_code():
+def test_slides_hide_test_markers_and_keep_the_code():
     nb = small_chapter()
     widget = "# NBVAL_IGNORE_OUTPUT\n# A live widget.\nbox = make_the_explorer()"
     nb.cells.append(new_code_cell(widget))
-    for page in (lecture.render_slides(nb, "05_small"), lecture.render_page(nb, "05_small")):
-        assert "NBVAL" not in page
-        assert "make_the_explorer" in page and "A live widget." in page
+    page = lecture.render_slides(nb, "05_small")
+    assert "NBVAL" not in page
+    assert "make_the_explorer" in page and "A live widget." in page
     assert nb.cells[-1].source == widget, "rendering must not change the caller's notebook"
     # and the marker line does not count on the slide
     assert lecture.cell_lines(nb.cells[-1]) == lecture.cell_lines(new_code_cell("# A live widget.\nbox = 1"))
@@ -250,37 +240,36 @@ def write_chapters(folder: Path) -> list[Path]:
 
 def test_build_copies_the_assets_and_checks_every_page_against_them(tmp_path):
     vendor = fake_vendor(tmp_path / "vendor")
-    written = lecture.build("slides", write_chapters(tmp_path), tmp_path / "slides", vendor)
+    written = lecture.build(write_chapters(tmp_path), tmp_path / "slides", vendor)
     assert [path.name for path in written] == ["00_zero.slides.html", "01_one.slides.html", "index.html"]
     assert (tmp_path / "slides" / "_static" / "reveal.js" / "dist" / "reveal.js").is_file()
     (vendor / "sphinx_revealjs" / "_static" / "revealjs" / "dist" / "theme" / "simple.css").unlink()
     with pytest.raises(RuntimeError, match="simple.css, which is not in"):
-        lecture.build("slides", write_chapters(tmp_path), tmp_path / "slides2", vendor)
+        lecture.build(write_chapters(tmp_path), tmp_path / "slides2", vendor)
 
 
-def test_html_index_links_every_chapter_in_order(tmp_path):
-    lecture.build("html", write_chapters(tmp_path), tmp_path / "html", fake_vendor(tmp_path / "vendor"))
-    index = (tmp_path / "html" / "index.html").read_text()
+def test_the_index_of_the_slides_links_every_chapter_in_order(tmp_path):
+    lecture.build(write_chapters(tmp_path), tmp_path / "slides", fake_vendor(tmp_path / "vendor"))
+    index = (tmp_path / "slides" / "index.html").read_text()
     assert lecture.loaded_urls(index) == []  # no script or style sheet at all
-    assert index.index('<a href="00_zero.html">00 · Zero</a>') < index.index('<a href="01_one.html">01 · One</a>')
-    assert (tmp_path / "html" / "_static" / "mathjax" / "MathJax.js").is_file()
+    assert (index.index('<a href="00_zero.slides.html">00 · Zero</a>')
+            < index.index('<a href="01_one.slides.html">01 · One</a>'))
+    assert (tmp_path / "slides" / "_static" / "mathjax" / "MathJax.js").is_file()
 
 
 def test_the_index_of_the_collection_lists_every_notebook_with_its_title():
-    entries = [(lecture.chapter_title(nbformat.read(path, as_version=4), path.stem), f"{path.stem}.html")
+    entries = [(lecture.chapter_title(nbformat.read(path, as_version=4), path.stem), f"{path.stem}.slides.html")
                for path in NOTEBOOKS]
-    index = lecture.render_index(entries, "Multi-head attention: html", "intro")
-    positions = [index.index(f'href="{path.stem}.html"') for path in NOTEBOOKS]
+    index = lecture.render_index(entries, "Multi-head attention: lecture slides", "intro")
+    positions = [index.index(f'href="{path.stem}.slides.html"') for path in NOTEBOOKS]
     assert positions == sorted(positions) and len(positions) == len(NOTEBOOKS)
     for (title, _), path in zip(entries, NOTEBOOKS, strict=True):
         assert title.startswith(f"{path.name[:2]} · "), f"{path.name} has no '# NN · Title' first line"
 
 
-def test_missing_assets_and_bad_kind_are_explained(tmp_path):
+def test_missing_assets_are_explained(tmp_path):
     with pytest.raises(FileNotFoundError, match="make slides"):
         lecture.Assets.find(tmp_path)
-    with pytest.raises(ValueError, match="kind: expected 'slides' or 'html', got 'pdf'"):
-        lecture.build("pdf", [], tmp_path, None)
 
 
 def test_command_line_sets_metadata(tmp_path, capsys):
@@ -293,12 +282,12 @@ def test_command_line_sets_metadata(tmp_path, capsys):
     assert "make slides" in capsys.readouterr().err
 
 
-def test_the_chinese_edition_gets_chinese_pages_and_a_chinese_index():
+def test_the_chinese_edition_gets_chinese_slides_and_a_chinese_index():
     english = new_notebook(cells=[new_markdown_cell("# 03 · Splitting heads"), new_code_cell("x = 1")])
     chinese = new_notebook(cells=[new_markdown_cell("# 03 · 拆分注意力头"), new_code_cell(
         'import mha_lib\n\nmha_lib.set_language("zh_CN")', metadata={"tags": ["language"]})])
     assert lecture.notebook_language(english) == "en" and lecture.notebook_language(chinese) == "zh-CN"
-    page = lecture.render_page(chinese, "03_splitting_heads")
-    assert '<html lang="zh-CN">' in page and "<title>03 · 拆分注意力头</title>" in page
-    heading, intro = lecture.INDEX_TEXT["zh-CN"][1]
+    page = lecture.render_slides(chinese, "03_splitting_heads")
+    assert '<html lang="zh-CN">' in page and "<title>03 · 拆分注意力头 slides</title>" in page
+    heading, intro = lecture.INDEX_TEXT["zh-CN"]
     assert '<html lang="zh-CN">' in lecture.render_index([("03 · 拆分注意力头", "03.html")], heading, intro, "zh-CN")

@@ -1,20 +1,23 @@
-"""Lecture mode: slide metadata on the chapters, offline reveal.js slides and static HTML pages.
+"""Lecture mode: slide metadata on the chapters, and offline reveal.js slides.
 
-From the repository root (``make slides`` and ``make html`` run the last two)::
+From the repository root (``make slides`` runs the second)::
 
     python -m tools.lecture metadata notebooks/*.ipynb
     python -m tools.lecture slides --assets build/vendor --out build/slides notebooks/*.ipynb
-    python -m tools.lecture html --assets build/vendor --out build/html notebooks/*.ipynb
 
 ``metadata`` sets ``cell.metadata.slideshow.slide_type`` on every cell from the rules in :func:`slide_types`.
 It is idempotent: run it again whenever a chapter changes (tests/test_lecture.py checks that the stored
 metadata is current). JupyterLab's live slideshow (jupyterlab-rise) and the slides below both read it.
 
-Nothing is fetched when a page is viewed. reveal.js and MathJax come from two PyPI packages installed into
-``--assets`` by ``make slides`` / ``make html`` (pinned with hashes in requirements-assets.txt):
-``sphinx-revealjs`` ships reveal.js (``_static/revealjs``) and ``jupyter-server-mathjax`` ships MathJax 2
-(``static``). They are copied next to the pages into ``_static/``, and the templates in ``templates/``
-load them from there instead of nbconvert's CDN addresses (no require.js, jQuery or mermaid is loaded).
+Nothing is fetched when a slide is shown. reveal.js and MathJax come from two PyPI packages installed into
+``--assets`` by ``make slides`` (pinned with hashes in requirements-assets.txt): ``sphinx-revealjs`` ships
+reveal.js (``_static/revealjs``) and ``jupyter-server-mathjax`` ships MathJax 2 (``static``). They are copied
+next to the slides into ``_static/``, and the templates in ``templates/`` load them from there instead of
+nbconvert's CDN addresses (no require.js, jQuery or mermaid is loaded).
+
+The chapters as web pages to read are the book (tools/book, ``make book`` and, solved, ``make html``), which
+replaced the static pages this module made; it uses the same MathJax (:class:`Assets`) and checks its pages with
+:func:`offline_problems`.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import nbformat
-from nbconvert import HTMLExporter, SlidesExporter
+from nbconvert import SlidesExporter
 from nbconvert.preprocessors import Preprocessor
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -188,7 +191,7 @@ WIDGET_NOTE = "[An interactive widget is here: open the notebook in JupyterLab t
 
 
 class HideTestMarkers(Preprocessor):
-    """Drop the test-marker lines from code cells: they are for CI, not for the audience of a slide or page."""
+    """Drop the test-marker lines from code cells: they are for CI, not for the audience of a slide."""
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "code":
@@ -225,26 +228,12 @@ def slides_exporter() -> SlidesExporter:
     return exporter
 
 
-def html_exporter() -> HTMLExporter:
-    # embed_images: pictures in markdown cells become data: URIs, like the outputs already are.
-    exporter = HTMLExporter(template_name="offline_html", embed_images=True, **TEMPLATE_OPTIONS)
-    exporter.register_preprocessor(StaticWidgets(), enabled=True)
-    exporter.register_preprocessor(HideTestMarkers(), enabled=True)
-    return exporter
-
-
 def render_slides(nb: nbformat.NotebookNode, name: str) -> str:
     """One chapter as reveal.js slides (HTML text) that load reveal.js and MathJax from ``_static/``."""
     if not has_slide_metadata(nb):
         nb = copy.deepcopy(nb)
         apply_slide_metadata(nb)
     body, _ = slides_exporter().from_notebook_node(nb, resources={"metadata": {"name": chapter_title(nb, name)}})
-    return _with_language(body, nb)
-
-
-def render_page(nb: nbformat.NotebookNode, name: str) -> str:
-    """One chapter as a static HTML page (images embedded) that loads MathJax from ``_static/``."""
-    body, _ = html_exporter().from_notebook_node(nb, resources={"metadata": {"name": chapter_title(nb, name)}})
     return _with_language(body, nb)
 
 
@@ -277,7 +266,7 @@ class Assets:
             if not needed.is_file():
                 raise FileNotFoundError(
                     f"vendor: expected {needed} (from tools/lecture/requirements-assets.txt), but it is missing;"
-                    " `make slides` or `make html` installs it")
+                    " `make slides` (or `make book`) installs it")
         return assets
 
     def copy_to(self, out_dir: Path, reveal: bool) -> None:
@@ -365,14 +354,11 @@ a {{ text-decoration: none; }}
 """
 
 
-# The index pages' heading and introduction in each page language: (slides, html)
+# The index page's heading and introduction in each page language
 INDEX_TEXT = {
-    "en": (("Multi-head attention: lecture slides",
-            "One slide deck per chapter. Arrow keys move, Esc shows the overview, F is full screen."),
-           ("Multi-head attention: the chapters",
-            "The notebooks as static pages, in reading order. Open them in JupyterLab to run the code.")),
-    "zh-CN": (("多头注意力：课堂幻灯片", "每章一套幻灯片。方向键翻页，Esc 显示总览，F 全屏。"),
-              ("多头注意力：各章", "按阅读顺序排列的各章静态页面。要运行其中的代码，请在 JupyterLab 中打开笔记本。")),
+    "en": ("Multi-head attention: lecture slides",
+           "One slide deck per chapter. Arrow keys move, Esc shows the overview, F is full screen."),
+    "zh-CN": ("多头注意力：课堂幻灯片", "每章一套幻灯片。方向键翻页，Esc 显示总览，F 全屏。"),
 }
 
 
@@ -382,35 +368,31 @@ def render_index(entries: Sequence[tuple[str, str]], heading: str, intro: str, l
     return INDEX_PAGE.format(heading=html.escape(heading), intro=html.escape(intro), items=items, language=language)
 
 
-def build(kind: str, notebooks: Sequence[Path], out_dir: Path, vendor: Path | None) -> list[Path]:
-    """Write one page per notebook plus ``index.html`` into ``out_dir``; ``kind`` is "slides" or "html".
+def build(notebooks: Sequence[Path], out_dir: Path, vendor: Path | None) -> list[Path]:
+    """Write one slide deck per notebook plus ``index.html`` into ``out_dir``.
 
     With ``vendor`` (the folder requirements-assets.txt was installed into) the assets are copied next to
-    the pages and every page is checked to load only files that exist there; raises RuntimeError if not.
+    the slides and every deck is checked to load only files that exist there; raises RuntimeError if not.
     """
-    if kind not in ("slides", "html"):
-        raise ValueError(f"kind: expected 'slides' or 'html', got {kind!r}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if vendor is not None:
-        Assets.find(vendor).copy_to(out_dir, reveal=kind == "slides")
-    suffix = ".slides.html" if kind == "slides" else ".html"
-    render = render_slides if kind == "slides" else render_page
+        Assets.find(vendor).copy_to(out_dir, reveal=True)
     entries, written, problems, languages = [], [], [], set()
     for path in sorted(Path(p) for p in notebooks):
         nb = nbformat.read(path, as_version=4)
         languages.add(notebook_language(nb))
-        page = render(nb, path.stem)
-        target = out_dir / f"{path.stem}{suffix}"
+        page = render_slides(nb, path.stem)
+        target = out_dir / f"{path.stem}.slides.html"
         target.write_text(page, encoding="utf-8")
         written.append(target)
         entries.append((chapter_title(nb, path.stem), target.name))
         problems += [f"{target.name}: {p}" for p in offline_problems(page, out_dir if vendor else None)]
     language = languages.pop() if len(languages) == 1 else "en"
-    heading, intro = INDEX_TEXT[language][kind == "html"]
+    heading, intro = INDEX_TEXT[language]
     index = out_dir / "index.html"
     index.write_text(render_index(entries, heading, intro, language), encoding="utf-8")
     written.append(index)
     if problems:
-        raise RuntimeError("pages that would not work offline:\n" + "\n".join(problems))
+        raise RuntimeError("slides that would not work offline:\n" + "\n".join(problems))
     return written

@@ -1,4 +1,4 @@
-"""Command line of tools.lecture: ``python -m tools.lecture {metadata,slides,html} ...`` (see __init__)."""
+"""Command line of tools.lecture: ``python -m tools.lecture {metadata,slides} ...`` (see __init__)."""
 
 import argparse
 import sys
@@ -12,12 +12,11 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     metadata = commands.add_parser("metadata", help="set the slide type of every cell (idempotent)")
     metadata.add_argument("notebooks", nargs="+", type=Path)
-    for kind, what in (("slides", "reveal.js slides"), ("html", "static HTML pages")):
-        command = commands.add_parser(kind, help=f"build {what} and an index, for reading offline")
-        command.add_argument("notebooks", nargs="+", type=Path)
-        command.add_argument("--out", type=Path, required=True, help="output folder, e.g. build/slides")
-        command.add_argument("--assets", type=Path, required=True,
-                             help="where tools/lecture/requirements-assets.txt was installed (pip --target)")
+    slides = commands.add_parser("slides", help="build reveal.js slides and an index, for showing offline")
+    slides.add_argument("notebooks", nargs="+", type=Path)
+    slides.add_argument("--out", type=Path, required=True, help="output folder, e.g. build/slides")
+    slides.add_argument("--assets", type=Path, required=True,
+                        help="where tools/lecture/requirements-assets.txt was installed (pip --target)")
     args = parser.parse_args(argv)
     if args.command == "metadata":
         changed = write_slide_metadata(args.notebooks)
@@ -26,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {path}")
         return 0
     try:
-        written = build(args.command, args.notebooks, args.out, args.assets)
+        written = build(args.notebooks, args.out, args.assets)
     except (FileNotFoundError, RuntimeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
