@@ -82,7 +82,7 @@ class DotProductAttention(nn.Module):
 
     def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None) -> Tensor:
         require_qkv(queries, keys, values, 3, layer=self, valid_lens=valid_lens)
-        mask = _attention_mask(queries.shape[1], keys.shape[1], valid_lens, False, None, queries.device)
+        mask = _attention_mask(queries.shape[1], keys.shape[1], queries.device, valid_lens=valid_lens)
         output, weights = _attention(queries, keys, values, mask, self.dropout.p if self.training else 0.0)
         self.attention_weights = weights.detach()
         return output
@@ -130,7 +130,7 @@ class AdditiveAttention(nn.Module):
         require_qkv(queries, keys, values, 3, layer=self, valid_lens=valid_lens)
         if self.query_size is None:  # built in d2l 1.0's form: the first valid call fixes the input sizes
             self.query_size, self.key_size = queries.shape[-1], keys.shape[-1]
-        mask = _attention_mask(queries.shape[1], keys.shape[1], valid_lens, False, None, queries.device)
+        mask = _attention_mask(queries.shape[1], keys.shape[1], queries.device, valid_lens=valid_lens)
         # Every query meets every key by broadcasting:
         # (batch, queries, 1, hiddens) + (batch, 1, kvpairs, hiddens) -> (batch, queries, kvpairs, hiddens)
         features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
@@ -162,9 +162,11 @@ class MultiHeadAttention(nn.Module):
     - ``need_weights=False`` hands 4-D views to PyTorch's fused ``F.scaled_dot_product_attention``,
       which never stores the weights.
 
-    The rules both paths follow: a query that may attend to no key gets a zero output; masks choose
-    weights but do not clean the numbers, so a NaN or inf anywhere in the keys or values, padding
-    included, reaches the output (as in PyTorch); float16 and bfloat16 scores are computed in float32.
+    The rules both paths follow: a query that may attend to no key gets a zero output; a hidden key gets
+    weight 0, but a NaN or inf in its value still reaches the output (0 * inf is NaN, as in PyTorch);
+    float16 and bfloat16 scores are computed in float32. They differ in one case: the explicit path
+    replaces the score of a hidden key, so even a NaN or +inf there changes nothing, while PyTorch's kernel
+    adds -inf to it, which only a finite or -inf score survives (a NaN in a padded key makes its rows NaN).
 
     Shape:
         - queries: ``(batch_size, num_queries, query_size)``
@@ -243,7 +245,8 @@ class MultiHeadAttention(nn.Module):
         heads, kv_heads = self.num_heads, self.num_kv_heads
         dropout_p = self.attention.dropout.p if self.training else 0.0
         # valid_lens, causal and attn_mask become one boolean mask: (batch or 1, queries or 1, kvpairs), or None
-        mask = _attention_mask(queries.shape[1], keys.shape[1], valid_lens, causal, attn_mask, queries.device)
+        mask = _attention_mask(queries.shape[1], keys.shape[1], queries.device, valid_lens=valid_lens,
+                               causal=causal, attn_mask=attn_mask)
 
         # 1. Project: (batch, queries or kvpairs, *_size) -> (batch, queries or kvpairs, heads * head_dim);
         # keys and values get kv_heads * head_dim and kv_heads * v_head_dim features
