@@ -146,9 +146,9 @@ def require_head_split(layer: object, queries: object, keys: object, values: obj
     """Require what ``GroupedQueryAttention.attend`` takes: projected tensors with the heads on axis 1, in the
     layer's head counts and widths, a boolean mask that broadcasts to the scores, all on the device of ``queries``.
     """
-    layouts = {"queries": "(batch_size, num_heads, num_queries, head_dim)",
-               "keys": "(batch_size, num_kv_heads, num_kvpairs, head_dim)",
-               "values": "(batch_size, num_kv_heads, num_kvpairs, v_head_dim)"}
+    layouts = {"queries": N_("(batch_size, num_heads, num_queries, head_dim)"),
+               "keys": N_("(batch_size, num_kv_heads, num_kvpairs, head_dim)"),
+               "values": N_("(batch_size, num_kv_heads, num_kvpairs, v_head_dim)")}
     for name, x in (("queries", queries), ("keys", keys), ("values", values)):
         require_tensor(name, x, 4, layouts[name])
     batch_size, num_queries, num_kvpairs = queries.shape[0], queries.shape[2], keys.shape[2]
@@ -158,7 +158,7 @@ def require_head_split(layer: object, queries: object, keys: object, values: obj
     for name, x in (("queries", queries), ("keys", keys), ("values", values)):
         if tuple(x.shape) != expected[name]:
             template = _("{name} must have shape {layout} = {expected} for this layer, got {shape}")
-            raise ValueError(template.format(name=name, layout=layouts[name], expected=expected[name],
+            raise ValueError(template.format(name=name, layout=_(layouts[name]), expected=expected[name],
                                              shape=tuple(x.shape)))
         if x.dtype != queries.dtype:
             template = _("queries, keys and values must share one dtype, got "
@@ -168,7 +168,7 @@ def require_head_split(layer: object, queries: object, keys: object, values: obj
         require_device(name, x, queries.device)
     if mask is not None:
         require_bool_mask("mask", mask, (batch_size, layer.num_heads, num_queries, num_kvpairs),
-                          "(batch_size, num_heads, num_queries, num_kvpairs)")
+                          N_("(batch_size, num_heads, num_queries, num_kvpairs)"))
         require_device("mask", mask, queries.device)
     require_bool("need_weights", need_weights)
 

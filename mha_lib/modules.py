@@ -11,6 +11,7 @@ one call at the top of ``forward``, then projects, folds heads and calls the com
 from __future__ import annotations
 
 import inspect
+import numbers
 import typing
 from typing import Any
 
@@ -50,18 +51,23 @@ def _bind_d2l_form(layer: type, args: tuple, kwargs: dict) -> dict[str, Any]:
         except TypeError:
             continue
         bound.apply_defaults()
-        return {name: value for name, value in bound.arguments.items() if name != "self"}
+        arguments = {name: value for name, value in bound.arguments.items() if name != "self"}
+        dropout = arguments["dropout"]
+        if isinstance(dropout, numbers.Integral) and not isinstance(dropout, bool) and dropout >= 1:
+            break  # a size where the dropout goes: d2l 0.17's form with sizes missing, MultiHeadAttention(8, 8, 8)
+        return arguments
     form_text = _("d2l {edition}'s {layer}{signature}")
-    written = _(" or ").join(form_text.format(edition=edition, layer=layer.__name__, signature=_without_self(form))
+    written = _(" or ").join(form_text.format(edition=edition, layer=layer.__name__, signature=_parameters(form))
                              for edition, form in zip(("0.17", "1.0"), forms, strict=True))
     call = ", ".join([*map(repr, args), *(f"{name}={value!r}" for name, value in kwargs.items())])
     template = _("{layer} takes the arguments of {written}; got ({call})")
     raise TypeError(template.format(layer=layer.__name__, written=written, call=call))
 
 
-def _without_self(form: Any) -> inspect.Signature:
-    signature = inspect.signature(form)
-    return signature.replace(parameters=list(signature.parameters.values())[1:])
+def _parameters(form: Any) -> inspect.Signature:
+    """The parameters of ``form`` after ``self``, without their annotations: ``(num_hiddens, num_heads, ...)``."""
+    parameters = list(inspect.signature(form).parameters.values())[1:]
+    return inspect.Signature([parameter.replace(annotation=inspect.Parameter.empty) for parameter in parameters])
 
 
 class DotProductAttention(nn.Module):

@@ -19,7 +19,16 @@ import torch
 from matplotlib.figure import Figure
 from torch import Tensor, nn
 
-from .._validation import require_features, require_layer_dtype, require_positive_int, require_tensor, wrong_type
+from .._validation import (
+    require_device,
+    require_features,
+    require_layer_device,
+    require_layer_dtype,
+    require_nonnegative_int,
+    require_positive_int,
+    require_tensor,
+    wrong_type,
+)
 from ..functional import dot_product_attention
 from ..grouped import GroupedQueryAttention, kv_head_of, mha_to_gqa
 from ..i18n import N_, _, figure_text
@@ -163,6 +172,8 @@ class KVCache:
             if x.dtype != self._keys.dtype:
                 template = _("{name} has dtype {dtype} but the cache holds {cache_dtype}")
                 raise TypeError(template.format(name=name, dtype=x.dtype, cache_dtype=self._keys.dtype))
+            if x.device != self._keys.device:
+                require_device(name, x, self._keys.device, other="the cache")
         if keys.shape[2] != values.shape[2]:
             template = _("keys and values must hold the same number of new tokens, got {new_keys} and {new_values}")
             raise ValueError(template.format(new_keys=keys.shape[2], new_values=values.shape[2]))
@@ -232,9 +243,17 @@ def attend_with_cache(layer: GroupedQueryAttention, x: Tensor, cache: KVCache) -
     if not isinstance(cache, KVCache):
         raise wrong_type("cache", _("a KVCache"), cache)
     require_tensor("x", x, 3, "(batch_size, num_new, query_size)")
+    cache_heads, cache_head_dim = cache.keys.shape[1], cache.keys.shape[3]
+    if (cache_heads, cache_head_dim) != (layer.num_kv_heads, layer.head_dim):
+        template = _("cache holds {cache_heads} key-value heads of {cache_head_dim} features, but layer has "
+                     "num_kv_heads={num_kv_heads} and head_dim={head_dim}; build the cache with the layer's sizes")
+        raise ValueError(template.format(cache_heads=cache_heads, cache_head_dim=cache_head_dim,
+                                         num_kv_heads=layer.num_kv_heads, head_dim=layer.head_dim))
     for name in ("W_q", "W_k", "W_v"):
         require_features("x", x, getattr(layer, name).in_features, f"{name}.in_features")
     require_layer_dtype("x", x, layer.W_q.weight)
+    if x.device != layer.W_q.weight.device:
+        require_layer_device("x", x, layer.W_q.weight)
     heads, kv_heads, head_dim = layer.num_heads, layer.num_kv_heads, layer.head_dim
     queries = layer.W_q(x).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, new, head_dim)
     keys = layer.W_k(x).unflatten(-1, (kv_heads, head_dim)).transpose(1, 2)  # -> (batch, kv_heads, new, head_dim)
@@ -418,9 +437,7 @@ def mla_cache_bytes(num_layers: int, kv_lora_rank: int, context_len: int, batch_
     for name, value in (("num_layers", num_layers), ("kv_lora_rank", kv_lora_rank), ("context_len", context_len),
                         ("batch_size", batch_size)):
         require_positive_int(name, value)
-    if isinstance(rope_head_dim, bool) or not isinstance(rope_head_dim, int) or rope_head_dim < 0:
-        template = _("rope_head_dim must be an int >= 0, got {rope_head_dim!r}")
-        raise ValueError(template.format(rope_head_dim=rope_head_dim))
+    require_nonnegative_int("rope_head_dim", rope_head_dim)
     return num_layers * (kv_lora_rank + rope_head_dim) * context_len * batch_size * dtype_bytes(dtype)
 
 

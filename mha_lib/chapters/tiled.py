@@ -28,7 +28,15 @@ from torch import Tensor
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
-from .._validation import require_bool, require_bool_mask, require_qk_features, require_qkv, require_tensor, wrong_type
+from .._validation import (
+    require_bool,
+    require_bool_mask,
+    require_positive_int,
+    require_qk_features,
+    require_qkv,
+    require_tensor,
+    wrong_type,
+)
 from ..i18n import N_, _, figure_text, tr
 
 __all__ = [
@@ -539,8 +547,7 @@ def _require_tile_size(tile_size: object, name: str = "tile_size") -> int:
 
 
 def _require_positive(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(_("{name} must be a positive int, got {value!r}").format(name=name, value=value))
+    require_positive_int(name, value)  # TypeError for a wrong kind, ValueError for a wrong value
 
 
 def _itemsize(dtype: object) -> int:
