@@ -5,7 +5,7 @@ d2l 0.17's and d2l 1.0's own Transformer and BERT code runs unchanged with ``mha
 of d2l's. ``set_language("zh_CN")`` makes what the library prints Chinese, and what a chapter prints through ``tr``.
 Read the implementation in the order ``functional`` (masks, the masked softmax, attention, the head reshapes),
 ``modules`` (the layers; one ``forward`` for multi-head and grouped-query attention), then ``grouped`` and ``flex``;
-``_validation`` is the one home of the argument checks, ``masks`` names the mask builders of ``functional``.
+``_validation`` holds the argument checks they share, ``masks`` names the mask builders of ``functional``.
 ``chapters`` holds the chapters' helpers and ``exercises`` the self-checking exercises.
 """
 

@@ -1,5 +1,6 @@
 """The functional core: masks, the masked softmax, dot-product attention, and the reshapes that fold attention
-heads into the batch axis. Every computation a layer of :mod:`mha_lib.modules` makes is in this file.
+heads into the batch axis. The layers of :mod:`mha_lib.modules` add their projections (and AdditiveAttention its
+scores); ``need_weights=False`` hands the attention to PyTorch's ``F.scaled_dot_product_attention`` instead.
 
 Dimension names (those of the d2l book):
 
