@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE_TESTS = ["tests/test_library_review.py", "tests/test_library_review_37.py", "tests/test_core.py",
+CORE_TESTS = ["tests/test_library_review_37.py", "tests/test_library_review.py", "tests/test_core.py",
               "tests/test_parity.py", "tests/test_bad_input.py", "tests/test_grouped.py"]
 
 # (file, text as it is, text of the mutant, what the mutant gets wrong, extra test files)
