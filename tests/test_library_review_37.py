@@ -6,6 +6,8 @@ A layer or tensor on the ``meta`` device stands in for one on a GPU: it has a de
 """
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -252,3 +254,23 @@ def test_flex_helpers_name_a_function_of_the_wrong_arity_and_a_tensor_of_the_wro
     with pytest.raises(ValueError, match=r"mask_mod indexes past the end of the tensor it was built from, "
                                          r"at batch_size=2"):
         dense_mask(padding_mask_mod(torch.tensor([1])), 2, 1, 3, 3)
+
+
+# ----- 7. the KV cache, generate and MLA are the library's, importable without plotting libraries ---------------
+
+
+def test_the_kv_cache_and_mla_import_without_matplotlib_or_ipywidgets():
+    blocked = "import sys; sys.modules.update(matplotlib=None, ipywidgets=None); "  # importing either now fails
+    code = blocked + ("from mha_lib.kv_cache import KVCache, generate; from mha_lib.latent import "
+                      "MultiHeadLatentAttention; import mha_lib; print(mha_lib.MultiHeadAttention.__name__)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "MultiHeadAttention"
+
+
+def test_the_chapter_names_the_same_kv_cache_as_the_core():
+    from mha_lib import kv_cache, latent
+    from mha_lib.chapters import kv_cache as chapter
+
+    assert chapter.KVCache is kv_cache.KVCache and chapter.generate is kv_cache.generate
+    assert chapter.MultiHeadLatentAttention is latent.MultiHeadLatentAttention
