@@ -92,7 +92,7 @@ class GroupedQueryAttention(MultiHeadAttention):
         bias: bool = False,
     ) -> None:
         nn.Module.__init__(self)  # not MultiHeadAttention's d2l forms: this layer has a signature of its own
-        self._build((query_size, key_size, value_size), num_hiddens, num_heads, num_kv_heads, dropout, bias, None, None)
+        self._build((query_size, key_size, value_size), num_hiddens, num_heads, num_kv_heads, dropout, bias)
 
     def attend(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, *,
                need_weights: bool = True) -> Tensor:

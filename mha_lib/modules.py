@@ -200,10 +200,12 @@ class MultiHeadAttention(nn.Module):
         sizes = ((arguments["query_size"], arguments["key_size"], arguments["value_size"])
                  if "query_size" in arguments else None)  # None: d2l 1.0's form
         self._build(sizes, arguments["num_hiddens"], arguments["num_heads"], arguments["num_heads"],
-                    arguments["dropout"], arguments["bias"], arguments["head_dim"], arguments["v_head_dim"])
+                    arguments["dropout"], arguments["bias"], head_dim=arguments["head_dim"],
+                    v_head_dim=arguments["v_head_dim"])
 
     def _build(self, sizes: tuple[object, object, object] | None, num_hiddens: object, num_heads: object,
-               num_kv_heads: object, dropout: object, bias: object, head_dim: object, v_head_dim: object) -> None:
+               num_kv_heads: object, dropout: object, bias: object, *, head_dim: object = None,
+               v_head_dim: object = None) -> None:
         """Check the arguments and make the projections; ``sizes`` (query_size, key_size, value_size) of None
         make lazy ones, whose input sizes the first call fixes (d2l 1.0's form)."""
         num_hiddens = require_positive_int("num_hiddens", num_hiddens)
