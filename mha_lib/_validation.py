@@ -314,7 +314,7 @@ def require_valid_lens(valid_lens: object, shapes: tuple[tuple[int, ...], ...], 
             fractional = [length for length in lengths if not (math.isfinite(length) and length == int(length))]
             if fractional:
                 template = _("{name} must hold whole numbers (a float tensor is fine if its values are "
-                             "whole), got {length}: a length of {length} key-value pairs has no meaning")
+                             "whole), got {length}: a length of {length} has no meaning")
                 raise ValueError(template.format(name=name, length=fractional[0]))
         low, high = min(lengths), max(lengths)
         if low < 0 or high > num_kvpairs:

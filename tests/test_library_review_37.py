@@ -23,6 +23,7 @@ from mha_lib import (
     dot_product_attention,
     masked_softmax,
     repeat_kv_heads,
+    sequence_mask,
     to_torch_mha,
     transpose_qkv,
 )
@@ -274,3 +275,9 @@ def test_the_chapter_names_the_same_kv_cache_as_the_core():
 
     assert chapter.KVCache is kv_cache.KVCache and chapter.generate is kv_cache.generate
     assert chapter.MultiHeadLatentAttention is latent.MultiHeadLatentAttention
+
+
+def test_sequence_mask_does_not_call_its_steps_key_value_pairs():
+    with pytest.raises(ValueError, match=r"valid_len must hold whole numbers .*got 1.5: a length of 1.5 has") as error:
+        sequence_mask(torch.zeros(2, 3), torch.tensor([1.5, 2.0]))
+    assert "key-value" not in str(error.value)
