@@ -4,20 +4,30 @@ The names and signatures are those of the d2l book's Chinese edition 2.0 (the ``
 d2l 0.17's and d2l 1.0's own Transformer and BERT code runs unchanged with ``mha_lib.MultiHeadAttention`` in place
 of d2l's. ``set_language("zh_CN")`` makes what the library prints Chinese, and what a chapter prints through ``tr``.
 Read the implementation in the order ``functional`` (masks, the masked softmax, attention, the head reshapes),
-``modules`` (the layers; one ``forward`` for multi-head and grouped-query attention), then ``grouped`` and ``flex``;
-``_validation`` is the one home of the argument checks, ``masks`` names the mask builders of ``functional``.
+``modules`` (the layers; one ``forward`` for multi-head and grouped-query attention), then ``grouped``, ``kv_cache``
+(decoding with a cache), ``latent`` (MLA) and ``flex``;
+``_validation`` holds the argument checks they share, ``masks`` names the mask builders of ``functional``.
 ``chapters`` holds the chapters' helpers and ``exercises`` the self-checking exercises.
 """
 
 from .functional import dot_product_attention, masked_softmax, transpose_output, transpose_qkv
 from .grouped import GroupedQueryAttention, kv_head_of, mha_to_gqa, repeat_kv_heads
-from .i18n import figure_text, get_language, set_language, tr
+from .i18n import _, figure_text, get_language, set_language, tr
 from .masks import attention_mask, causal_mask, sequence_mask, valid_lens_mask
 from .modules import AdditiveAttention, DotProductAttention, GeneralMultiHeadAttention, MultiHeadAttention
-from .plotting import show_heatmaps
 from .utils import cpu_threads, pick_device, set_seed, to_torch_mha
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """``show_heatmaps``, imported on first use: only it needs matplotlib, so the layers, the masks and the KV cache
+    import on a machine without plotting libraries (PEP 562's module ``__getattr__``)."""
+    if name == "show_heatmaps":
+        from .plotting import show_heatmaps
+
+        return show_heatmaps
+    raise AttributeError(_("module {module!r} has no attribute {name!r}").format(module=__name__, name=name))
 
 __all__ = [
     "AdditiveAttention",

@@ -1,10 +1,12 @@
-"""Argument checks: the one home for them, for the core, the chapters' helpers and the benchmarks alike.
+"""Argument checks shared by the core, the chapters' helpers and the benchmarks.
 
-Each check raises ``TypeError`` (wrong kind of thing) or ``ValueError`` (right kind, wrong value) with a
-message that names the argument, what was expected and what came. Numbers may be Python's or NumPy's
-(``numbers.Integral``, ``numbers.Real``); ``bool`` is never a number here. They run once per call, at the
-public boundary: a layer's ``forward`` makes one call, :func:`require_layer_call`; the public functions of
-:mod:`mha_lib.functional` check their arguments, then call the computations, which trust them.
+Each check raises ``TypeError`` (wrong kind of thing) or ``ValueError`` (right kind, wrong value, wrong device)
+with a message that names the argument, what was expected and what came. Numbers and flags may be Python's or
+NumPy's (``numbers.Integral``, ``numbers.Real``, ``numpy.bool_``); a flag is never a number here. The checks run
+once per call, at the public boundary: a layer's ``forward`` makes one call, :func:`require_qkv`; the public
+functions of :mod:`mha_lib.functional` check their arguments, then call the computations, which trust them. A
+check that only one module needs (the shape of a ``KVCache``, of a FlexAttention ``mask_mod``) sits in that
+module, written with the helpers here.
 
 Every message, here and wherever mha_lib raises, is a template in the message catalogue with named fields,
 ``_("num_heads={num_heads} must divide ...").format(num_heads=num_heads)``, so that it reads in the language chosen
@@ -17,6 +19,7 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -55,13 +58,12 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
     needs checked, so that a layer makes one validating call.
 
     With ``rank`` None any rank >= 2 is accepted, as long as all three agree (``rank`` 3 is ``(batch_size,
-    sequence, features)``, and only the sizes matter: :func:`mha_lib.attention_mask` checks its arguments with
-    empty stand-ins on the ``meta`` device). A ``layer`` with ``W_q`` needs
-    queries, keys and values of the sizes it was built with (``query_size``, ``key_size``, ``value_size``; a
-    size that is None is not known yet, d2l 1.0's lazy form) in the dtype of its weights; one without (a
-    :class:`~mha_lib.DotProductAttention`) needs queries and keys of one feature size. ``valid_lens``,
-    ``causal``, ``attn_mask`` and ``need_weights`` are checked as :func:`mha_lib.attention_mask` and
-    ``MultiHeadAttention.forward`` take them.
+    sequence, features)``). Keys, values and the masks must be on the device of the queries. A ``layer`` with
+    ``W_q`` needs queries, keys and values of the sizes it was built with (``query_size``, ``key_size``,
+    ``value_size``; a size that is None is not known yet, d2l 1.0's lazy form) in the dtype and on the device of
+    its weights; one without (a :class:`~mha_lib.DotProductAttention`) needs queries and keys of one feature size.
+    ``valid_lens``, ``causal``, ``attn_mask`` and ``need_weights`` are checked as :func:`mha_lib.attention_mask`
+    and ``MultiHeadAttention.forward`` take them.
     """
     if rank is None:
         layout = "(..., sequence, features)"
@@ -87,6 +89,9 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
         template = _("keys and values must have the same number of key-value pairs "
                      "(axis -2), got keys {keys_shape} and values {values_shape}")
         raise ValueError(template.format(keys_shape=tuple(keys.shape), values_shape=tuple(values.shape)))
+    for name, x in (("keys", keys), ("values", values)):
+        if x.device != queries.device:
+            require_device(name, x, queries.device)
     W_q = getattr(layer, "W_q", None)
     if layer is not None and W_q is None:  # DotProductAttention: queries meet keys in dot products
         require_qk_features(queries, keys)
@@ -98,15 +103,74 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
                 require_features(name, x, size, size_name)
         if queries.dtype != W_q.weight.dtype:
             require_layer_dtype("queries", queries, W_q.weight)
-    batch_size, num_queries, num_kvpairs = queries.shape[0], queries.shape[1], keys.shape[1]
+        if queries.device != W_q.weight.device:
+            require_layer_device("queries", queries, W_q.weight)
+    require_masks(queries.shape[0], queries.shape[1], keys.shape[1], valid_lens, causal, attn_mask,
+                  device=queries.device)
+    require_bool("need_weights", need_weights)
+
+
+def require_masks(batch_size: int, num_queries: int, num_kvpairs: int, valid_lens: object, causal: object,
+                  attn_mask: object, device: torch.device | None = None) -> None:
+    """Require ``valid_lens``, ``causal`` and ``attn_mask`` as :func:`mha_lib.attention_mask` takes them; with
+    ``device`` (that of the queries), the two tensors on it."""
     if valid_lens is not None:
-        require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)),
-                           VALID_LENS_SHAPES, num_kvpairs)
+        require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)), VALID_LENS_SHAPES, num_kvpairs)
     if attn_mask is not None:
         require_bool_mask("attn_mask", attn_mask, (batch_size, num_queries, num_kvpairs),
                           "(batch_size, num_queries, num_kvpairs)")
-    for name, flag in (("causal", causal), ("need_weights", need_weights)):
-        require_bool(name, flag)
+    require_bool("causal", causal)
+    for name, mask in (("valid_lens", valid_lens), ("attn_mask", attn_mask)):
+        if device is not None and mask is not None and mask.device != device:
+            require_device(name, mask, device)
+
+
+def require_device(name: str, x: Tensor, device: torch.device, other: str = "queries") -> None:
+    """Require ``x`` on ``device``, the device of the argument ``other``: kernels take all their tensors on one."""
+    if x.device != device:
+        template = _("{name} is on {device} but {other} is on {other_device}; move it there first, "
+                     "e.g. {name}.to({other}.device)")
+        raise ValueError(template.format(name=name, device=x.device, other=other, other_device=device))
+
+
+def require_layer_device(name: str, x: Tensor, weight: Tensor) -> None:
+    """Require inputs on the device of the layer's weights."""
+    if x.device != weight.device:
+        template = _("{name} is on {x_device} but the layer's weights are on {weight_device}; move one of them, "
+                     "e.g. layer.to({name}.device) or {name}.to(\"{weight_device}\")")
+        raise ValueError(template.format(name=name, x_device=x.device, weight_device=weight.device))
+
+
+def require_head_split(layer: object, queries: object, keys: object, values: object, mask: object,
+                       need_weights: object) -> None:
+    """Require what ``GroupedQueryAttention.attend`` takes: projected tensors with the heads on axis 1, in the
+    layer's head counts and widths, a boolean mask that broadcasts to the scores, all on the device of ``queries``.
+    """
+    layouts = {"queries": N_("(batch_size, num_heads, num_queries, head_dim)"),
+               "keys": N_("(batch_size, num_kv_heads, num_kvpairs, head_dim)"),
+               "values": N_("(batch_size, num_kv_heads, num_kvpairs, v_head_dim)")}
+    for name, x in (("queries", queries), ("keys", keys), ("values", values)):
+        require_tensor(name, x, 4, layouts[name])
+    batch_size, num_queries, num_kvpairs = queries.shape[0], queries.shape[2], keys.shape[2]
+    expected = {"queries": (batch_size, layer.num_heads, num_queries, layer.head_dim),
+                "keys": (batch_size, layer.num_kv_heads, num_kvpairs, layer.head_dim),
+                "values": (batch_size, layer.num_kv_heads, num_kvpairs, layer.v_head_dim)}
+    for name, x in (("queries", queries), ("keys", keys), ("values", values)):
+        if tuple(x.shape) != expected[name]:
+            template = _("{name} must have shape {layout} = {expected} for this layer, got {shape}")
+            raise ValueError(template.format(name=name, layout=_(layouts[name]), expected=expected[name],
+                                             shape=tuple(x.shape)))
+        if x.dtype != queries.dtype:
+            template = _("queries, keys and values must share one dtype, got "
+                         "{queries_dtype}, {keys_dtype} and {values_dtype}")
+            raise TypeError(template.format(queries_dtype=queries.dtype, keys_dtype=keys.dtype,
+                                            values_dtype=values.dtype))
+        require_device(name, x, queries.device)
+    if mask is not None:
+        require_bool_mask("mask", mask, (batch_size, layer.num_heads, num_queries, num_kvpairs),
+                          N_("(batch_size, num_heads, num_queries, num_kvpairs)"))
+        require_device("mask", mask, queries.device)
+    require_bool("need_weights", need_weights)
 
 
 def require_qk_features(queries: Tensor, keys: Tensor) -> None:
@@ -173,11 +237,12 @@ def require_positive_real(name: str, value: object) -> float:
 
 
 def require_bool(name: str, value: object) -> bool:
-    """Require True or False; a string such as "no" or None would otherwise pick a branch silently."""
-    if not isinstance(value, bool):
+    """Require True or False, Python's or NumPy's; return it as a bool. A string such as "no", None or the number 1
+    would otherwise pick a branch silently."""
+    if not isinstance(value, (bool, np.bool_)):
         template = _("{name} must be True or False, got {value!r} (a {type_name})")
         raise TypeError(template.format(name=name, value=value, type_name=type(value).__name__))
-    return value
+    return bool(value)
 
 
 def require_dropout(dropout: object, name: str = "dropout") -> float:
@@ -249,7 +314,7 @@ def require_valid_lens(valid_lens: object, shapes: tuple[tuple[int, ...], ...], 
             fractional = [length for length in lengths if not (math.isfinite(length) and length == int(length))]
             if fractional:
                 template = _("{name} must hold whole numbers (a float tensor is fine if its values are "
-                             "whole), got {length}: a length of {length} key-value pairs has no meaning")
+                             "whole), got {length}: a length of {length} has no meaning")
                 raise ValueError(template.format(name=name, length=fractional[0]))
         low, high = min(lengths), max(lengths)
         if low < 0 or high > num_kvpairs:

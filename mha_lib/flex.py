@@ -18,6 +18,7 @@ Glossary: ``batch_size``, ``num_heads``, ``num_queries`` and ``num_kvpairs`` as 
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import math
 from collections.abc import Callable
 
@@ -131,6 +132,9 @@ def prefix_lm_mask_mod(prefix_len: int | Tensor) -> MaskMod:
     """
     if isinstance(prefix_len, Tensor):
         prefix_len = require_int_tensor("prefix_len", prefix_len, (1,), N_("of shape (batch_size,)"))
+        if prefix_len.device.type == "cpu" and prefix_len.numel() and int(prefix_len.min()) < 0:
+            template = _("prefix_len must hold ints >= 0, got {prefix_len}")
+            raise ValueError(template.format(prefix_len=prefix_len.tolist()))
 
         def prefix_of(b: Tensor) -> Tensor:
             return prefix_len[b]
@@ -245,6 +249,18 @@ def softcap_score_mod(cap: float) -> ScoreMod:
 # ----- the dense forms, to check against ----------------------------------------------------------------------------
 
 
+def _require_arity(name: str, function: Callable, count: int, parameters: str) -> None:
+    """Require a function that can be called with ``count`` positional arguments, named ``parameters``."""
+    try:
+        inspect.signature(function).bind(*range(count))
+    except TypeError:
+        template = _("{name} must take {count} arguments {parameters}, got a function of {signature}")
+        raise TypeError(template.format(name=name, count=count, parameters=_(parameters),
+                                        signature=inspect.signature(function))) from None
+    except ValueError:  # a builtin without a signature: let the call tell
+        pass
+
+
 def _index_grids(batch_size: int, num_heads: int, num_queries: int, num_kvpairs: int,
                  device: torch.device | str | None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     b = torch.arange(batch_size, device=device).view(-1, 1, 1, 1)  # (batch_size, 1, 1, 1)
@@ -266,8 +282,16 @@ def dense_mask(mask_mod: MaskMod, batch_size: int, num_heads: int, num_queries: 
     sizes = [require_positive_int(name, value) for name, value in (
         ("batch_size", batch_size), ("num_heads", num_heads), ("num_queries", num_queries),
         ("num_kvpairs", num_kvpairs))]
+    _require_arity("mask_mod", mask_mod, 4, N_("(b, h, q_idx, kv_idx)"))
     grids = _index_grids(*sizes, device)
-    mask = torch.as_tensor(mask_mod(*grids), device=device)
+    try:
+        mask = torch.as_tensor(mask_mod(*grids), device=device)
+    except IndexError as error:  # a mask_mod built from a tensor with fewer rows than batch_size or num_kvpairs
+        template = _("mask_mod indexes past the end of the tensor it was built from, at batch_size={batch_size}, "
+                     "num_queries={num_queries}, num_kvpairs={num_kvpairs}: {error}; build it from a tensor of "
+                     "these sizes (valid_lens of shape (batch_size,), for one)")
+        raise ValueError(template.format(batch_size=batch_size, num_queries=num_queries, num_kvpairs=num_kvpairs,
+                                         error=error)) from error
     return mask.to(torch.bool).expand(*sizes).contiguous()  # broadcast -> (batch, heads, queries, kvpairs)
 
 
@@ -281,6 +305,7 @@ def apply_score_mod(score_mod: ScoreMod, scores: Tensor) -> Tensor:
     if not callable(score_mod):
         raise wrong_type("score_mod", _("a function (score, b, h, q_idx, kv_idx) -> score"), score_mod)
     scores = require_tensor("scores", scores, 4, "(batch_size, num_heads, num_queries, num_kvpairs)")
+    _require_arity("score_mod", score_mod, 5, N_("(score, b, h, q_idx, kv_idx)"))
     grids = _index_grids(*scores.shape, scores.device)
     return score_mod(scores, *grids).expand(scores.shape)
 

@@ -1,5 +1,6 @@
 """The functional core: masks, the masked softmax, dot-product attention, and the reshapes that fold attention
-heads into the batch axis. Every computation a layer of :mod:`mha_lib.modules` makes is in this file.
+heads into the batch axis. The layers of :mod:`mha_lib.modules` add their projections (and AdditiveAttention its
+scores); ``need_weights=False`` hands the attention to PyTorch's ``F.scaled_dot_product_attention`` instead.
 
 Dimension names (those of the d2l book):
 
@@ -30,10 +31,11 @@ from torch import Tensor
 from ._validation import (
     VALID_LENS_SHAPES,
     require_bool_mask,
+    require_device,
     require_dropout,
+    require_masks,
     require_merge_input,
     require_nonnegative_int,
-    require_positive_int,
     require_qk_features,
     require_qkv,
     require_split_input,
@@ -49,8 +51,8 @@ __all__ = ["attention_mask", "causal_mask", "dot_product_attention", "masked_sof
 # ----- the computations ------------------------------------------------------------------------------------------
 
 
-def _attention_mask(num_queries: int, num_kvpairs: int, valid_lens: Tensor | None, causal: bool,
-                    attn_mask: Tensor | None, device: torch.device) -> Tensor | None:
+def _attention_mask(num_queries: int, num_kvpairs: int, device: torch.device, *, valid_lens: Tensor | None = None,
+                    causal: bool = False, attn_mask: Tensor | None = None) -> Tensor | None:
     """Valid lengths, causality and an explicit mask as one boolean mask, built on ``device``; None if none is given.
 
     A key is visible only if every given mask allows it. Shape: ``(batch or 1, queries or 1, kvpairs)``.
@@ -75,16 +77,15 @@ def _attention_mask(num_queries: int, num_kvpairs: int, valid_lens: Tensor | Non
 def _masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
     """Softmax over the last axis that gives every key ``mask`` hides exactly zero weight.
 
-    A hidden score becomes the dtype's most negative number, never -1e9 (outside float16's range) and never
-    -inf (a row with every key hidden would give 0/0 = NaN, and NaN gradients); a NaN or inf score stays NaN,
-    as in PyTorch's kernels: masks choose weights, they do not clean the numbers. Then the hidden weights are
-    set to exactly 0, which also empties a row whose every key is hidden: it attends to nothing.
+    A hidden score is replaced by the dtype's most negative number: never -1e9 (outside float16's range), never
+    -inf (a row with every key hidden would give 0/0 = NaN, and NaN gradients), and replaced, not added to, so
+    that whatever it was (a huge number, +-inf, NaN) cannot reach the visible weights. Then the hidden weights
+    are set to exactly 0, which also empties a row whose every key is hidden: it attends to nothing. A NaN or
+    inf among the visible scores stays, as in ``F.softmax``.
     """
     if mask is None:
         return F.softmax(scores, dim=-1)
-    keep = mask.to(scores.dtype)  # 1 where visible, 0 where hidden
-    bias = (1 - keep) * torch.finfo(scores.dtype).min  # 0 where visible, the most negative number where hidden
-    weights = F.softmax(torch.addcmul(bias, scores, keep), dim=-1)  # bias + scores * keep
+    weights = F.softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), dim=-1)
     return torch.where(mask, weights, 0.0)
 
 
@@ -129,11 +130,11 @@ def valid_lens_mask(valid_lens: Tensor, num_kvpairs: int) -> Tensor:
         - valid_lens: any shape ``S``, whole numbers in ``[0, num_kvpairs]``
         - output: ``S + (num_kvpairs,)``, boolean
     """
-    num_kvpairs = require_positive_int("num_kvpairs", num_kvpairs)
+    num_kvpairs = require_nonnegative_int("num_kvpairs", num_kvpairs)
     shape = tuple(valid_lens.shape) if isinstance(valid_lens, Tensor) else ()
     require_valid_lens(valid_lens, (shape,), N_("any shape"), num_kvpairs)
     flat = valid_lens.reshape(-1)  # S -> (N,), so that the mask is (N, 1, num_kvpairs)
-    return _attention_mask(1, num_kvpairs, flat, False, None, valid_lens.device).reshape(*shape, num_kvpairs)
+    return _attention_mask(1, num_kvpairs, valid_lens.device, valid_lens=flat).reshape(*shape, num_kvpairs)
 
 
 def sequence_mask(X: Tensor, valid_len: Tensor, value: float = 0) -> Tensor:
@@ -153,7 +154,7 @@ def sequence_mask(X: Tensor, valid_len: Tensor, value: float = 0) -> Tensor:
         raise ValueError(template.format(shape=tuple(X.shape)))
     require_valid_lens(valid_len, ((X.shape[0],),), "(batch_size,)", X.shape[1], name="valid_len",
                        length_name=N_("num_steps, the length of X's axis 1"))
-    keep = _attention_mask(1, X.shape[1], valid_len, False, None, X.device)  # (batch_size, 1, num_steps)
+    keep = _attention_mask(1, X.shape[1], X.device, valid_lens=valid_len)  # (batch_size, 1, num_steps)
     return X.masked_fill_(~keep.reshape(X.shape[:2] + (1,) * (X.dim() - 2)), value)
 
 
@@ -166,11 +167,12 @@ def causal_mask(
     ``scaled_dot_product_attention`` when queries and keys differ in length.
 
     Shape:
-        - output: ``(num_queries, num_kvpairs)``, boolean; ``num_kvpairs`` defaults to ``num_queries``
+        - output: ``(num_queries, num_kvpairs)``, boolean; ``num_kvpairs`` defaults to ``num_queries``; either
+          may be 0, as the layers take empty sequences
     """
-    num_queries = require_positive_int("num_queries", num_queries)
-    num_kvpairs = num_queries if num_kvpairs is None else require_positive_int("num_kvpairs", num_kvpairs)
-    return _attention_mask(num_queries, num_kvpairs, None, True, None, torch.device(device or "cpu"))[0]
+    num_queries = require_nonnegative_int("num_queries", num_queries)
+    num_kvpairs = num_queries if num_kvpairs is None else require_nonnegative_int("num_kvpairs", num_kvpairs)
+    return _attention_mask(num_queries, num_kvpairs, torch.device(device or "cpu"), causal=True)[0]
 
 
 def attention_mask(
@@ -197,13 +199,12 @@ def attention_mask(
     """
     for name, size in (("batch_size", batch_size), ("num_queries", num_queries), ("num_kvpairs", num_kvpairs)):
         require_nonnegative_int(name, size)
-    # The checks of a layer's call, on stand-ins for queries and keys that have these sizes and no data:
-    queries, keys = (torch.empty(batch_size, n, 0, device="meta") for n in (num_queries, num_kvpairs))
-    require_qkv(queries, keys, keys, 3, valid_lens=valid_lens, causal=causal, attn_mask=attn_mask)
+    require_masks(batch_size, num_queries, num_kvpairs, valid_lens, causal, attn_mask)
     if device is None:
         given = valid_lens if valid_lens is not None else attn_mask
         device = given.device if given is not None else "cpu"
-    return _attention_mask(num_queries, num_kvpairs, valid_lens, causal, attn_mask, torch.device(device))
+    return _attention_mask(num_queries, num_kvpairs, torch.device(device), valid_lens=valid_lens, causal=causal,
+                           attn_mask=attn_mask)
 
 
 def masked_softmax(X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
@@ -223,7 +224,8 @@ def masked_softmax(X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
     if valid_lens is not None:
         require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)),
                            VALID_LENS_SHAPES, num_kvpairs)
-    return _masked_softmax(X, _attention_mask(num_queries, num_kvpairs, valid_lens, False, None, X.device))
+        require_device("valid_lens", valid_lens, X.device, other="X")
+    return _masked_softmax(X, _attention_mask(num_queries, num_kvpairs, X.device, valid_lens=valid_lens))
 
 
 def dot_product_attention(
@@ -256,6 +258,7 @@ def dot_product_attention(
     if mask is not None:
         scores_shape = (*queries.shape[:-1], keys.shape[-2])
         require_bool_mask("mask", mask, scores_shape, N_("the scores' shape (..., num_queries, num_kvpairs)"))
+        require_device("mask", mask, queries.device)
     return _attention(queries, keys, values, mask, require_dropout(dropout_p, "dropout_p"))
 
 

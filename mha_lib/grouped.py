@@ -17,7 +17,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._validation import require_int, require_kv_heads_divide, require_positive_int, require_tensor, wrong_type
+from ._validation import (
+    require_head_split,
+    require_int,
+    require_kv_heads_divide,
+    require_positive_int,
+    require_tensor,
+    wrong_type,
+)
 from .functional import _attention
 from .i18n import _
 from .modules import MultiHeadAttention
@@ -85,12 +92,12 @@ class GroupedQueryAttention(MultiHeadAttention):
         bias: bool = False,
     ) -> None:
         nn.Module.__init__(self)  # not MultiHeadAttention's d2l forms: this layer has a signature of its own
-        self._build((query_size, key_size, value_size), num_hiddens, num_heads, num_kv_heads, dropout, bias, None, None)
+        self._build((query_size, key_size, value_size), num_hiddens, num_heads, num_kv_heads, dropout, bias)
 
     def attend(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, *,
                need_weights: bool = True) -> Tensor:
         """Attention of projected, head-split tensors (a KV cache keeps them so); ``.attention_weights`` as in
-        ``forward``.
+        ``forward``. Checked like ``forward``: the head counts and widths of this layer, a boolean mask.
 
         Shape:
             - queries: ``(batch_size, num_heads, num_queries, head_dim)``
@@ -98,7 +105,10 @@ class GroupedQueryAttention(MultiHeadAttention):
             - mask: boolean, broadcastable to ``(batch_size, num_heads, num_queries, num_kvpairs)``, or None
             - output: ``(batch_size, num_heads, num_queries, head_dim)``
         """
+        require_head_split(self, queries, keys, values, mask, need_weights)
         dropout_p = self.attention.dropout.p if self.training else 0.0
+        if mask is not None:  # -> (batch, heads, queries, kvpairs), a view: the fused kernel takes no 1-D mask
+            mask = mask.expand(*queries.shape[:-1], keys.shape[-2])
         if not need_weights:
             self.attention.attention_weights = None
             return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p,

@@ -11,6 +11,7 @@ one call at the top of ``forward``, then projects, folds heads and calls the com
 from __future__ import annotations
 
 import inspect
+import numbers
 import typing
 from typing import Any
 
@@ -50,18 +51,23 @@ def _bind_d2l_form(layer: type, args: tuple, kwargs: dict) -> dict[str, Any]:
         except TypeError:
             continue
         bound.apply_defaults()
-        return {name: value for name, value in bound.arguments.items() if name != "self"}
+        arguments = {name: value for name, value in bound.arguments.items() if name != "self"}
+        dropout = arguments["dropout"]
+        if isinstance(dropout, numbers.Integral) and not isinstance(dropout, bool) and dropout >= 1:
+            break  # a size where the dropout goes: d2l 0.17's form with sizes missing, MultiHeadAttention(8, 8, 8)
+        return arguments
     form_text = _("d2l {edition}'s {layer}{signature}")
-    written = _(" or ").join(form_text.format(edition=edition, layer=layer.__name__, signature=_without_self(form))
+    written = _(" or ").join(form_text.format(edition=edition, layer=layer.__name__, signature=_parameters(form))
                              for edition, form in zip(("0.17", "1.0"), forms, strict=True))
     call = ", ".join([*map(repr, args), *(f"{name}={value!r}" for name, value in kwargs.items())])
     template = _("{layer} takes the arguments of {written}; got ({call})")
     raise TypeError(template.format(layer=layer.__name__, written=written, call=call))
 
 
-def _without_self(form: Any) -> inspect.Signature:
-    signature = inspect.signature(form)
-    return signature.replace(parameters=list(signature.parameters.values())[1:])
+def _parameters(form: Any) -> inspect.Signature:
+    """The parameters of ``form`` after ``self``, without their annotations: ``(num_hiddens, num_heads, ...)``."""
+    parameters = list(inspect.signature(form).parameters.values())[1:]
+    return inspect.Signature([parameter.replace(annotation=inspect.Parameter.empty) for parameter in parameters])
 
 
 class DotProductAttention(nn.Module):
@@ -82,7 +88,7 @@ class DotProductAttention(nn.Module):
 
     def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None) -> Tensor:
         require_qkv(queries, keys, values, 3, layer=self, valid_lens=valid_lens)
-        mask = _attention_mask(queries.shape[1], keys.shape[1], valid_lens, False, None, queries.device)
+        mask = _attention_mask(queries.shape[1], keys.shape[1], queries.device, valid_lens=valid_lens)
         output, weights = _attention(queries, keys, values, mask, self.dropout.p if self.training else 0.0)
         self.attention_weights = weights.detach()
         return output
@@ -130,7 +136,7 @@ class AdditiveAttention(nn.Module):
         require_qkv(queries, keys, values, 3, layer=self, valid_lens=valid_lens)
         if self.query_size is None:  # built in d2l 1.0's form: the first valid call fixes the input sizes
             self.query_size, self.key_size = queries.shape[-1], keys.shape[-1]
-        mask = _attention_mask(queries.shape[1], keys.shape[1], valid_lens, False, None, queries.device)
+        mask = _attention_mask(queries.shape[1], keys.shape[1], queries.device, valid_lens=valid_lens)
         # Every query meets every key by broadcasting:
         # (batch, queries, 1, hiddens) + (batch, 1, kvpairs, hiddens) -> (batch, queries, kvpairs, hiddens)
         features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
@@ -162,9 +168,11 @@ class MultiHeadAttention(nn.Module):
     - ``need_weights=False`` hands 4-D views to PyTorch's fused ``F.scaled_dot_product_attention``,
       which never stores the weights.
 
-    The rules both paths follow: a query that may attend to no key gets a zero output; masks choose
-    weights but do not clean the numbers, so a NaN or inf anywhere in the keys or values, padding
-    included, reaches the output (as in PyTorch); float16 and bfloat16 scores are computed in float32.
+    The rules both paths follow: a query that may attend to no key gets a zero output; a hidden key gets
+    weight 0, but a NaN or inf in its value still reaches the output (0 * inf is NaN, as in PyTorch);
+    float16 and bfloat16 scores are computed in float32. They differ in one case: the explicit path
+    replaces the score of a hidden key, so even a NaN or +inf there changes nothing, while PyTorch's kernel
+    adds -inf to it, which only a finite or -inf score survives (a NaN in a padded key makes its rows NaN).
 
     Shape:
         - queries: ``(batch_size, num_queries, query_size)``
@@ -192,10 +200,12 @@ class MultiHeadAttention(nn.Module):
         sizes = ((arguments["query_size"], arguments["key_size"], arguments["value_size"])
                  if "query_size" in arguments else None)  # None: d2l 1.0's form
         self._build(sizes, arguments["num_hiddens"], arguments["num_heads"], arguments["num_heads"],
-                    arguments["dropout"], arguments["bias"], arguments["head_dim"], arguments["v_head_dim"])
+                    arguments["dropout"], arguments["bias"], head_dim=arguments["head_dim"],
+                    v_head_dim=arguments["v_head_dim"])
 
     def _build(self, sizes: tuple[object, object, object] | None, num_hiddens: object, num_heads: object,
-               num_kv_heads: object, dropout: object, bias: object, head_dim: object, v_head_dim: object) -> None:
+               num_kv_heads: object, dropout: object, bias: object, *, head_dim: object = None,
+               v_head_dim: object = None) -> None:
         """Check the arguments and make the projections; ``sizes`` (query_size, key_size, value_size) of None
         make lazy ones, whose input sizes the first call fixes (d2l 1.0's form)."""
         num_hiddens = require_positive_int("num_hiddens", num_hiddens)
@@ -243,7 +253,8 @@ class MultiHeadAttention(nn.Module):
         heads, kv_heads = self.num_heads, self.num_kv_heads
         dropout_p = self.attention.dropout.p if self.training else 0.0
         # valid_lens, causal and attn_mask become one boolean mask: (batch or 1, queries or 1, kvpairs), or None
-        mask = _attention_mask(queries.shape[1], keys.shape[1], valid_lens, causal, attn_mask, queries.device)
+        mask = _attention_mask(queries.shape[1], keys.shape[1], queries.device, valid_lens=valid_lens,
+                               causal=causal, attn_mask=attn_mask)
 
         # 1. Project: (batch, queries or kvpairs, *_size) -> (batch, queries or kvpairs, heads * head_dim);
         # keys and values get kv_heads * head_dim and kv_heads * v_head_dim features

@@ -128,19 +128,30 @@ def test_float16_scores_that_overflow_65504_stay_finite(device, need_weights):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("where", ["keys", "values"])
 @PATHS
-def test_a_nan_in_the_padding_reaches_the_output_on_both_paths_as_in_pytorch(device, where, need_weights):
-    # The rule: masks choose weights, they do not clean the numbers. PyTorch's kernels behave the same.
+def test_a_nan_in_the_padded_values_reaches_the_output_on_both_paths_as_in_pytorch(device, need_weights):
+    # A hidden key gets weight 0, and 0 * NaN is NaN: masks choose weights, they do not clean the values.
     mha, X = layer_and_input(device)
-    keys, values = X.clone(), X.clone()
-    (keys if where == "keys" else values)[0, 4:] = float("nan")  # padding of the first sequence
+    values = X.clone()
+    values[0, 4:] = float("nan")  # padding of the first sequence
     valid_lens = torch.tensor([4, 6, 6], device=device)
-    output = mha.eval()(X, keys, values, valid_lens, need_weights=need_weights)
+    output = mha.eval()(X, X, values, valid_lens, need_weights=need_weights)
     assert output[0].isnan().all() and not output[1:].isnan().any()
-    torch_mha = torch.nn.MultiheadAttention(16, 4, bias=False, batch_first=True).to(device).eval()
-    reference = torch_mha(X, keys, values, key_padding_mask=~valid_lens_mask(valid_lens, 6))[0]
-    assert reference[0].isnan().all()
+    reference = to_torch_mha(mha)(X, X, values, key_padding_mask=~valid_lens_mask(valid_lens, 6))[0]
+    assert reference[0].isnan().all() and not reference[1:].isnan().any()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_nan_in_the_padded_keys_cannot_reach_the_explicit_path_but_reaches_pytorchs_kernel(device):
+    # The explicit path replaces a hidden score; PyTorch's fused kernel adds -inf to it, and NaN + -inf is NaN.
+    mha, X = layer_and_input(device)
+    keys = X.clone()
+    keys[0, 4:] = float("nan")  # padding of the first sequence
+    valid_lens = torch.tensor([4, 6, 6], device=device)
+    mha.eval()
+    torch.testing.assert_close(mha(X, keys, X, valid_lens), mha(X, X, X, valid_lens))
+    fused = mha(X, keys, X, valid_lens, need_weights=False)
+    assert fused[0].isnan().all() and not fused[1:].isnan().any()
 
 
 @pytest.mark.parametrize("device", DEVICES)

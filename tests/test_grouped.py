@@ -82,7 +82,10 @@ def test_gqa_matches_sdpa_enable_gqa_and_repeat_interleave(num_kv_heads, case, n
         assert layer.attention_weights.shape == (batch_size, NUM_HEADS, num_queries, num_kvpairs)
         torch.testing.assert_close(layer.attention_weights.sum(-1), torch.ones(batch_size, NUM_HEADS, num_queries,
                                                                                dtype=torch.float64))
-    else:
+    else:  # a call with need_weights=False clears the weights an earlier call stored
+        layer(queries, keys, values)
+        assert layer.attention_weights is not None
+        layer(queries, keys, values, need_weights=False)
         assert layer.attention_weights is None
 
 

@@ -265,7 +265,10 @@ def test_multi_head_attention_matches_pytorch(case, mask_kind, bias, need_weight
     torch.testing.assert_close(output, expected, **TIGHT)
     if need_weights:
         torch.testing.assert_close(ours.attention_weights, expected_weights, **TIGHT)
-    else:
+    else:  # a call with need_weights=False clears the weights an earlier call stored
+        ours(queries, keys, values)
+        assert ours.attention_weights is not None
+        ours(queries, keys, values, need_weights=False)
         assert ours.attention_weights is None
 
 

@@ -197,8 +197,10 @@ def test_num_tiles():
     assert num_tiles(10, 100) == 1
     assert num_tiles(7, 1) == 7
     assert num_tiles(1000, 128, num_queries=300, causal=True) == 3  # keys 300..999 are hidden from every query
-    with pytest.raises(ValueError, match="num_queries must be a positive int"):
+    with pytest.raises(TypeError, match="num_queries must be a positive int, got None"):
         num_tiles(10, 2, causal=True)
+    with pytest.raises(TypeError, match="num_kvpairs must be a positive int, got '10'"):  # a wrong kind: TypeError
+        num_tiles("10", 2)
 
 
 @pytest.mark.parametrize(("num_kvpairs", "tile_size", "causal"), [(16, 4, False), (13, 5, False), (13, 4, True),

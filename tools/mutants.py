@@ -15,14 +15,15 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE_TESTS = ["tests/test_library_review.py", "tests/test_core.py", "tests/test_parity.py", "tests/test_bad_input.py",
-              "tests/test_grouped.py"]
+CORE_TESTS = ["tests/test_library_review_37.py", "tests/test_library_review.py", "tests/test_core.py",
+              "tests/test_parity.py", "tests/test_bad_input.py", "tests/test_grouped.py"]
 
 # (file, text as it is, text of the mutant, what the mutant gets wrong, extra test files)
 MUTANTS = [
     ("functional.py", "torch.where(mask, weights, 0.0)", "weights", "hidden weights not set to zero", []),
     ("functional.py", "torch.finfo(scores.dtype).min", "-1e4", "mask bias -1e4 instead of the dtype's minimum", []),
-    ("functional.py", "torch.addcmul(bias, scores, keep)", "scores + bias", "hidden scores added to, not replaced", []),
+    ("functional.py", "scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
+     "scores + (~mask) * torch.finfo(scores.dtype).min", "hidden scores added to, not replaced (inf * 0)", []),
     ("functional.py", "(1 / math.sqrt(queries.shape[-1]))", "(1 / math.sqrt(values.shape[-1]))",
      "scale by the value width", []),
     ("functional.py", "return (output.to(dtype), weights.to(dtype))", "return (output.to(dtype), weights)",
@@ -69,16 +70,41 @@ MUTANTS = [
      "divisor list misses n itself", []),
     ("_validation.py",
      "    if isinstance(value, bool) or not isinstance(value, numbers.Integral):\n"
-     "        raise TypeError(f\"{name} must be {expected}",
-     "    if not isinstance(value, numbers.Integral):\n        raise TypeError(f\"{name} must be {expected}",
+     "        template = _(\"{name} must be {expected}, got {value!r} (a {type_name})\")",
+     "    if not isinstance(value, numbers.Integral):\n"
+     "        template = _(\"{name} must be {expected}, got {value!r} (a {type_name})\")",
      "True accepted as an int", []),
-    ("_validation.py", "    if not isinstance(value, bool):\n", "    if False:\n", "require_bool accepts anything", []),
+    ("_validation.py", "    if not isinstance(value, (bool, np.bool_)):\n", "    if False:\n",
+     "require_bool accepts anything", []),
     ("grouped.py", "return gqa.train(mha.training)", "return gqa", "mha_to_gqa ignores train/eval",
      ["tests/test_kv_cache.py"]),
     ("grouped.py", "return grouped.mean(dim=1)", "return grouped[:, 0]", "mha_to_gqa keeps one head per group", []),
     ("grouped.py", "return query_head // (num_heads // num_kv_heads)", "return query_head % num_kv_heads",
      "kv_head_of by modulo", []),
     ("utils.py", "return reference.train(mha.training)", "return reference", "to_torch_mha ignores train/eval", []),
+    ("grouped.py", "return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask,",
+     "return F.scaled_dot_product_attention(queries, keys, values, attn_mask=None,",
+     "fused attend ignores its mask (review M7)", []),
+    ("grouped.py", "        require_head_split(self, queries, keys, values, mask, need_weights)\n", "",
+     "attend checks nothing", []),
+    ("grouped.py", "            mask = mask.expand(*queries.shape[:-1], keys.shape[-2])\n", "            pass\n",
+     "fused attend takes a 1-D mask as it comes", []),
+    ("modules.py", "            self.attention.attention_weights = None\n", "",
+     "stale weights kept after a fused call (review M14)", []),
+    ("utils.py", "num_hiddens, mha.num_heads, dropout=mha.dropout.p,", "num_hiddens, mha.num_heads, dropout=0.0,",
+     "to_torch_mha drops the dropout (review M13)", []),
+    ("_validation.py", "        if x.device != queries.device:\n", "        if False:\n",
+     "keys and values on another device accepted", []),
+    ("_validation.py", "        if queries.device != W_q.weight.device:\n", "        if False:\n",
+     "inputs on another device than the layer accepted", []),
+    ("_validation.py", "        if device is not None and mask is not None and mask.device != device:\n",
+     "        if False:\n", "masks on another device accepted", []),
+    ("_validation.py", "if not isinstance(value, (bool, np.bool_)):", "if not isinstance(value, bool):",
+     "NumPy booleans refused", []),
+    ("_validation.py", "    if not isinstance(x, Tensor):\n        template = _(\"{name} must be a torch.Tensor",
+     "    if False:\n        template = _(\"{name} must be a torch.Tensor", "non-tensors accepted", []),
+    ("modules.py", "and dropout >= 1:\n            break", "and dropout >= 100:\n            break",
+     "an incomplete d2l 0.17 call blamed on dropout", []),
     ("flex.py", "slopes.to(h.device)[h]", "slopes[h]", "ALiBi slopes stay on the CPU (D4)", ["tests/test_flex.py"]),
     ("flex.py", "dtype=torch.int64, device=mask.device), pad)", "dtype=torch.int64), pad)",
      "block_tiles builds on the CPU (D4)", ["tests/test_flex.py"]),

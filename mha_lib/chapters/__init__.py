@@ -1,7 +1,7 @@
 """The chapters' helpers: drawings, traces, widgets and experiments that the notebooks call.
 
 They build on the canonical implementation one level up (``mha_lib.masks``, ``mha_lib.functional``,
-``mha_lib.modules``) and add nothing to it. One module per chapter, plus a table formatter:
+``mha_lib.modules``) and add nothing to it. One module (or two) per chapter, plus a table formatter:
 
     why_heads 00, 04  one query that needs two positions: one head blends them, two heads pick one each
     why_heads_figures 00, 04  its attention weights as bars, and the two-line bound on one head drawn
@@ -15,5 +15,10 @@ They build on the canonical implementation one level up (``mha_lib.masks``, ``mh
     explorer  05  the interactive explorer (sliders for heads and hidden size)
     toy       06  a toy task and model, trained in seconds, to see what heads learn
     batching  07  loops against batches, what a CPU core offers, CPU against GPU (harness: mha_lib._bench)
+    kv_cache  09  the KV-cache memory calculator, real models' cache sizes, the FLOPs of one decoding step
+              (the cache, generate and MLA themselves are the library's: mha_lib.kv_cache, mha_lib.latent)
+    generation 09  a small decoder with random weights, timed with and without the cache
+    tiled     10  online softmax and tiled (flash-style) attention, its memory and a tile figure
+    flex      11  two more masks, the dense-versus-block picture of a mask, the recorded timings
     tables    aligned plain-text tables
 """

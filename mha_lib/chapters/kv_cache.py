@@ -1,5 +1,6 @@
-"""Chapter 09's helpers: a KV cache and its sliding-window (rolling-buffer) form, token-by-token generation,
-multi-head latent attention (MLA), and the KV-cache memory calculator with its widget.
+"""Chapter 09's helpers: the KV-cache memory calculator with its widget, the table of real models, and the FLOPs of
+one decoding step. The cache itself, ``generate`` and MLA are the library's (:mod:`mha_lib.kv_cache`,
+:mod:`mha_lib.latent`); this module names them too, for the chapter's ``from mha_lib.chapters.kv_cache import ...``.
 
 Dimension names as in :mod:`mha_lib.grouped`; in addition
 
@@ -11,19 +12,22 @@ Dimension names as in :mod:`mha_lib.grouped`; in addition
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Callable, Mapping, Sequence
 
 import ipywidgets as widgets
 import torch
 from matplotlib.figure import Figure
-from torch import Tensor, nn
+from torch import Tensor
 
-from .._validation import require_features, require_layer_dtype, require_positive_int, require_tensor, wrong_type
-from ..functional import dot_product_attention
-from ..grouped import GroupedQueryAttention, kv_head_of, mha_to_gqa
+from .._validation import (
+    require_nonnegative_int,
+    require_positive_int,
+    wrong_type,
+)
+from ..grouped import kv_head_of, mha_to_gqa
 from ..i18n import N_, _, figure_text
-from ..masks import attention_mask
+from ..kv_cache import KVCache, SlidingWindowKVCache, attend_with_cache, generate
+from ..latent import MultiHeadLatentAttention
 from ..modules import MultiHeadAttention
 from .explorer import figure_to_svg
 from .tables import display_width
@@ -91,193 +95,7 @@ def conversion_error(mha: MultiHeadAttention, num_kv_heads: int, x: Tensor) -> f
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# The KV cache
-
-
-class KVCache:
-    """The keys and values of the tokens seen so far, for one layer, in memory reserved for ``max_len`` tokens.
-
-    Shape:
-        - keys, values (each): ``(batch_size, num_kv_heads, len(cache), head_dim)``
-    """
-
-    def __init__(self, batch_size: int, num_kv_heads: int, head_dim: int, max_len: int, *,
-                 dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> None:
-        for name, size in (("batch_size", batch_size), ("num_kv_heads", num_kv_heads), ("head_dim", head_dim),
-                           ("max_len", max_len)):
-            require_positive_int(name, size)
-        # Reserved once: appending writes into it, nothing is copied as the cache grows.
-        self._keys = torch.zeros(batch_size, num_kv_heads, max_len, head_dim, dtype=dtype, device=device)
-        self._values = torch.zeros_like(self._keys)
-        self.length = 0  # tokens held
-        self.seen = 0  # tokens appended so far: the position of the next token
-
-    def __len__(self) -> int:
-        return self.length
-
-    @property
-    def keys(self) -> Tensor:
-        return self._keys[:, :, :self.length]  # a view of the filled part
-
-    @property
-    def values(self) -> Tensor:
-        return self._values[:, :, :self.length]
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the keys and values held (the filled part)."""
-        return (self.keys.numel() + self.values.numel()) * self._keys.element_size()
-
-    def append(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Store the keys and values of new tokens; return those of every token so far, and which each new token sees.
-
-        Shape:
-            - keys, values: ``(batch_size, num_kv_heads, num_new, head_dim)``
-            - returned keys, values: ``(batch_size, num_kv_heads, len(cache), head_dim)`` each
-            - returned mask: ``(num_new, len(cache))``, boolean, True = may attend (causal)
-        """
-        num_new = self._check_new(keys, values)
-        past, end = self.length, self.length + num_new
-        if end > self._keys.shape[2]:
-            template = _("the cache holds at most max_len={max_len} tokens; "
-                         "it has {past}, and {num_new} more do not fit")
-            raise ValueError(template.format(max_len=self._keys.shape[2], past=past, num_new=num_new))
-        self._keys[:, :, past:end] = keys  # writes into the reserved memory
-        self._values[:, :, past:end] = values
-        self.length = self.seen = end
-        # New token i sits at position past + i and may see positions 0 .. past + i (a causal mask shifted right).
-        mask = torch.ones(num_new, end, dtype=torch.bool, device=keys.device).tril(diagonal=past)
-        return self.keys, self.values, mask
-
-    def _check_new(self, keys: Tensor, values: Tensor) -> int:
-        """Check that ``keys`` and ``values`` fit this cache; return the number of new tokens."""
-        batch_size, num_kv_heads, _max_len, head_dim = self._keys.shape
-        layout = "(batch_size, num_kv_heads, num_new, head_dim)"
-        for name, x in (("keys", keys), ("values", values)):
-            require_tensor(name, x, 4, layout)
-            if (x.shape[0], x.shape[1], x.shape[3]) != (batch_size, num_kv_heads, head_dim):
-                template = _("{name} must have shape {layout} = ({batch_size}, {num_kv_heads}, "
-                             "num_new, {head_dim}) to fit this cache, got {shape}")
-                raise ValueError(template.format(name=name, layout=layout, batch_size=batch_size,
-                                                 num_kv_heads=num_kv_heads, head_dim=head_dim, shape=tuple(x.shape)))
-            if x.dtype != self._keys.dtype:
-                template = _("{name} has dtype {dtype} but the cache holds {cache_dtype}")
-                raise TypeError(template.format(name=name, dtype=x.dtype, cache_dtype=self._keys.dtype))
-        if keys.shape[2] != values.shape[2]:
-            template = _("keys and values must hold the same number of new tokens, got {new_keys} and {new_values}")
-            raise ValueError(template.format(new_keys=keys.shape[2], new_values=values.shape[2]))
-        return keys.shape[2]
-
-
-class SlidingWindowKVCache(KVCache):
-    """A rolling buffer of the keys and values of the last ``window`` tokens (Mistral 7B's sliding-window cache).
-
-    The token at position i sees the ``window`` positions j with ``i - window < j <= i``, itself included,
-    as ``mha_lib.flex.sliding_window_mask_mod(window, causal=True)``. Position p is stored in slot
-    ``p % window``, overwriting position ``p - window``, which no later token sees: the memory stops growing.
-
-    Shape:
-        - keys, values (each): ``(batch_size, num_kv_heads, min(seen, window), head_dim)``, in slot order
-    """
-
-    def __init__(self, batch_size: int, num_kv_heads: int, head_dim: int, window: int, *,
-                 dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> None:
-        self.window = require_positive_int("window", window)
-        super().__init__(batch_size, num_kv_heads, head_dim, window, dtype=dtype, device=device)
-        self._positions = torch.full((window,), -1, device=self._keys.device)  # the position in each slot
-
-    @property
-    def positions(self) -> Tensor:
-        """The position of the token in each filled slot: ``(min(seen, window),)``."""
-        return self._positions[:self.length]
-
-    def append(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Keys and values of the buffered and the new tokens, and which of them each new token sees.
-
-        Shape:
-            - keys, values: ``(batch_size, num_kv_heads, num_new, head_dim)``
-            - returned keys, values: ``(batch_size, num_kv_heads, min(seen, window) + num_new, head_dim)``,
-              buffered tokens first (in slot order), then the new ones
-            - returned mask: ``(num_new, min(seen, window) + num_new)``, boolean, True = may attend
-        """
-        num_new = self._check_new(keys, values)
-        new_positions = torch.arange(self.seen, self.seen + num_new, device=self._keys.device)
-        key_positions = torch.cat([self.positions, new_positions])
-        all_keys = torch.cat([self.keys, keys], dim=2)  # a copy: the buffer is overwritten below
-        all_values = torch.cat([self.values, values], dim=2)
-        distance = new_positions[:, None] - key_positions[None, :]  # (num_new, keys): query minus key position
-        mask = (distance >= 0) & (distance < self.window)
-        keep = slice(max(0, num_new - self.window), num_new)  # of the new tokens, only the last `window` stay
-        slots = new_positions[keep] % self.window
-        self._keys[:, :, slots] = keys[:, :, keep]
-        self._values[:, :, slots] = values[:, :, keep]
-        self._positions[slots] = new_positions[keep]
-        self.seen += num_new
-        self.length = min(self.seen, self.window)
-        return all_keys, all_values, mask
-
-
-def attend_with_cache(layer: GroupedQueryAttention, x: Tensor, cache: KVCache) -> Tensor:
-    """Causal self-attention of new tokens over the cached ones and themselves; their keys and values join the cache.
-
-    Only the new tokens are projected: the keys and values of the earlier ones come from the cache, and
-    the cache says which of them each new token may see.
-
-    Shape:
-        - x: ``(batch_size, num_new, query_size)``
-        - output: ``(batch_size, num_new, num_hiddens)``
-    """
-    if not isinstance(layer, GroupedQueryAttention):
-        raise wrong_type("layer", _("an mha_lib.GroupedQueryAttention"), layer)
-    if not isinstance(cache, KVCache):
-        raise wrong_type("cache", _("a KVCache"), cache)
-    require_tensor("x", x, 3, "(batch_size, num_new, query_size)")
-    for name in ("W_q", "W_k", "W_v"):
-        require_features("x", x, getattr(layer, name).in_features, f"{name}.in_features")
-    require_layer_dtype("x", x, layer.W_q.weight)
-    heads, kv_heads, head_dim = layer.num_heads, layer.num_kv_heads, layer.head_dim
-    queries = layer.W_q(x).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, new, head_dim)
-    keys = layer.W_k(x).unflatten(-1, (kv_heads, head_dim)).transpose(1, 2)  # -> (batch, kv_heads, new, head_dim)
-    values = layer.W_v(x).unflatten(-1, (kv_heads, head_dim)).transpose(1, 2)
-    keys, values, mask = cache.append(keys, values)  # -> (batch, kv_heads, past + new, head_dim), (new, past + new)
-    output = layer.attend(queries, keys, values, mask)  # (batch, heads, new, head_dim)
-    return layer.W_o(output.transpose(1, 2).flatten(2))  # -> (batch, new, num_hiddens)
-
-
-def generate(layer: GroupedQueryAttention, prompt: Tensor, num_new_tokens: int, *, use_cache: bool = True) -> Tensor:
-    """Extend ``prompt`` token by token: each new token is the layer's causal output at the last position.
-
-    With ``use_cache`` the prompt is read once (filling the cache) and every later step projects only
-    the newest token; without it every step runs the layer over the whole sequence so far.
-
-    Shape:
-        - prompt: ``(batch_size, prompt_len, num_hiddens)``
-        - output: ``(batch_size, prompt_len + num_new_tokens, num_hiddens)``
-    """
-    if not isinstance(layer, GroupedQueryAttention):
-        raise wrong_type("layer", _("an mha_lib.GroupedQueryAttention"), layer)
-    num_hiddens = layer.W_o.out_features
-    sizes = (layer.W_q.in_features, layer.W_k.in_features, layer.W_v.in_features)
-    if sizes != (num_hiddens,) * 3:
-        template = _("generate feeds each output back in, so query_size, key_size and "
-                     "value_size must equal num_hiddens={num_hiddens}, got {sizes}")
-        raise ValueError(template.format(num_hiddens=num_hiddens, sizes=sizes))
-    require_tensor("prompt", prompt, 3, "(batch_size, prompt_len, num_hiddens)")
-    require_features("prompt", prompt, num_hiddens, "num_hiddens")
-    require_positive_int("num_new_tokens", num_new_tokens)
-    sequence = prompt
-    if use_cache:
-        cache = KVCache(prompt.shape[0], layer.num_kv_heads, layer.head_dim, prompt.shape[1] + num_new_tokens,
-                        dtype=prompt.dtype, device=prompt.device)
-        newest = prompt  # the first step reads the whole prompt (the "prefill")
-        for _step in range(num_new_tokens):
-            newest = attend_with_cache(layer, newest, cache)[:, -1:]  # (batch, 1, num_hiddens)
-            sequence = torch.cat([sequence, newest], dim=1)
-    else:
-        for _step in range(num_new_tokens):
-            newest = layer(sequence, sequence, sequence, causal=True)[:, -1:]  # recomputes every position
-            sequence = torch.cat([sequence, newest], dim=1)
-    return sequence
+# Decoding with a cache: the cache, attend_with_cache and generate live in mha_lib.kv_cache
 
 
 def decode_flops(batch_size: int, context_len: int, num_hiddens: int, num_heads: int, num_kv_heads: int, *,
@@ -300,87 +118,6 @@ def decode_flops(batch_size: int, context_len: int, num_hiddens: int, num_heads:
         "weights @ values": 2 * batch_size * num_heads * tokens * context_len * head_dim,
         "output projection": 2 * batch_size * tokens * num_hiddens * num_hiddens,
     }
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Multi-head latent attention
-
-
-class MultiHeadLatentAttention(nn.Module):
-    """Self-attention whose keys and values are read from one small latent vector per token (DeepSeek-V2's MLA).
-
-    ``W_dkv`` compresses each token to ``kv_lora_rank`` features; ``W_uk`` and ``W_uv``
-    expand that latent into every head's key and value. Only the latent needs caching. The
-    decoupled rotary part of DeepSeek-V2 and its compressed queries are left out.
-    ``forward(x, absorbed=True)`` computes the same output without ever forming keys or values:
-    ``W_uk`` is folded into the query side and ``W_uv`` into ``W_o``.
-
-    Shape:
-        - x: ``(batch_size, seq_len, num_hiddens)``
-        - output: ``(batch_size, seq_len, num_hiddens)``
-    """
-
-    def __init__(self, num_hiddens: int, num_heads: int, head_dim: int, kv_lora_rank: int) -> None:
-        super().__init__()
-        for name, size in (("num_hiddens", num_hiddens), ("num_heads", num_heads), ("head_dim", head_dim),
-                           ("kv_lora_rank", kv_lora_rank)):
-            require_positive_int(name, size)
-        self.num_heads, self.head_dim, self.kv_lora_rank = num_heads, head_dim, kv_lora_rank
-        self.W_q = nn.Linear(num_hiddens, num_heads * head_dim, bias=False)
-        self.W_dkv = nn.Linear(num_hiddens, kv_lora_rank, bias=False)  # down: token -> latent (cached)
-        self.W_uk = nn.Linear(kv_lora_rank, num_heads * head_dim, bias=False)  # up: latent -> keys of all heads
-        self.W_uv = nn.Linear(kv_lora_rank, num_heads * head_dim, bias=False)  # up: latent -> values of all heads
-        self.W_o = nn.Linear(num_heads * head_dim, num_hiddens, bias=False)
-
-    def forward(self, x: Tensor, valid_lens: Tensor | None = None, *, causal: bool = False,
-                absorbed: bool = False) -> Tensor:
-        require_tensor("x", x, 3, "(batch_size, seq_len, num_hiddens)")
-        require_features("x", x, self.W_q.in_features, "num_hiddens")
-        require_layer_dtype("x", x, self.W_q.weight)
-        batch_size, seq_len, _features = x.shape
-        mask = attention_mask(batch_size, seq_len, seq_len, valid_lens, causal=causal, device=x.device)
-        if mask is not None:
-            mask = mask.unsqueeze(1)  # (batch or 1, queries or 1, kvpairs) -> (..., 1, ...): one mask for all heads
-        latent = self.W_dkv(x)  # (batch, seq, num_hiddens) -> (batch, seq, kv_lora_rank): all that is cached
-        return self._absorbed(x, latent, mask) if absorbed else self._explicit(x, latent, mask)
-
-    def _explicit(self, x: Tensor, latent: Tensor, mask: Tensor | None) -> Tensor:
-        """Expand the latent into keys and values, then ordinary multi-head attention."""
-        heads, head_dim = self.num_heads, self.head_dim
-        queries = self.W_q(x).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, seq, head_dim)
-        keys = self.W_uk(latent).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, seq, head_dim)
-        values = self.W_uv(latent).unflatten(-1, (heads, head_dim)).transpose(1, 2)
-        output, _weights = dot_product_attention(queries, keys, values, mask)  # (batch, heads, seq, head_dim)
-        return self.W_o(output.transpose(1, 2).flatten(2))  # -> (batch, seq, num_hiddens)
-
-    def absorbed_weights(self) -> tuple[Tensor, Tensor]:
-        """The folded matrices: per head ``W_uk_h^T W_q_h`` (query side) and ``W_o_h W_uv_h`` (output side).
-
-        Shape:
-            - query side: ``(num_heads, kv_lora_rank, num_hiddens)``
-            - output side: ``(num_hiddens, num_heads, kv_lora_rank)``
-        """
-        heads, head_dim = self.num_heads, self.head_dim
-        W_q = self.W_q.weight.unflatten(0, (heads, head_dim))  # (heads*head_dim, hiddens) -> (heads, head_dim, hiddens)
-        W_uk = self.W_uk.weight.unflatten(0, (heads, head_dim))  # -> (heads, head_dim, kv_lora_rank)
-        W_uv = self.W_uv.weight.unflatten(0, (heads, head_dim))  # -> (heads, head_dim, kv_lora_rank)
-        W_o = self.W_o.weight.unflatten(1, (heads, head_dim))  # (hiddens, heads*head_dim) -> (hiddens, heads, head_dim)
-        query_side = W_uk.transpose(1, 2) @ W_q  # (h, rank, head_dim) @ (h, head_dim, hiddens) -> (h, rank, hiddens)
-        output_side = torch.einsum("ohd,hdr->ohr", W_o, W_uv)  # -> (hiddens, heads, kv_lora_rank)
-        return query_side, output_side
-
-    def _absorbed(self, x: Tensor, latent: Tensor, mask: Tensor | None) -> Tensor:
-        """Attend to the latent itself: it is the one shared key and the one shared value of every head."""
-        query_side, output_side = self.absorbed_weights()
-        # q_h . k_h = (W_q_h x) . (W_uk_h c) = (W_uk_h^T W_q_h x) . c: a query that lives in the latent space.
-        queries = torch.einsum("hrm,bnm->bhnr", query_side, x)  # (batch, seq, hiddens) -> (batch, heads, seq, rank)
-        # dot_product_attention divides by sqrt(kv_lora_rank); the explicit layer divides by sqrt(head_dim).
-        queries = queries * math.sqrt(self.kv_lora_rank / self.head_dim)
-        # (batch, seq, rank) -> (batch, heads, seq, rank): one latent shared by all heads (expand is a view, no copy)
-        latent = latent.unsqueeze(1).expand(-1, self.num_heads, -1, -1)
-        mixed, _weights = dot_product_attention(queries, latent, latent, mask)  # (batch, heads, seq, rank)
-        # W_o_h (W_uv_h (weights @ c)) = (W_o_h W_uv_h) (weights @ c): the value up-projection joins W_o.
-        return torch.einsum("ohr,bhnr->bno", output_side, mixed)  # -> (batch, seq, num_hiddens)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -418,9 +155,7 @@ def mla_cache_bytes(num_layers: int, kv_lora_rank: int, context_len: int, batch_
     for name, value in (("num_layers", num_layers), ("kv_lora_rank", kv_lora_rank), ("context_len", context_len),
                         ("batch_size", batch_size)):
         require_positive_int(name, value)
-    if isinstance(rope_head_dim, bool) or not isinstance(rope_head_dim, int) or rope_head_dim < 0:
-        template = _("rope_head_dim must be an int >= 0, got {rope_head_dim!r}")
-        raise ValueError(template.format(rope_head_dim=rope_head_dim))
+    require_nonnegative_int("rope_head_dim", rope_head_dim)
     return num_layers * (kv_lora_rank + rope_head_dim) * context_len * batch_size * dtype_bytes(dtype)
 
 

@@ -28,7 +28,15 @@ from torch import Tensor
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
-from .._validation import require_bool, require_bool_mask, require_qk_features, require_qkv, require_tensor, wrong_type
+from .._validation import (
+    require_bool,
+    require_bool_mask,
+    require_positive_int,
+    require_qk_features,
+    require_qkv,
+    require_tensor,
+    wrong_type,
+)
 from ..i18n import N_, _, figure_text, tr
 
 __all__ = [
@@ -265,7 +273,7 @@ def io_bytes(seq_len: int, head_dim: int, query_tile: int | None, dtype: torch.d
     Theta(n**2 d**2 / M) of Dao et al. (2022), Theorem 2. A count, not a measurement.
     """
     for name, value in (("seq_len", seq_len), ("head_dim", head_dim)):
-        _require_positive(name, value)
+        require_positive_int(name, value)
     n, d = seq_len, head_dim
     if query_tile is None:
         numbers = 4 * n * d + 4 * n * n
@@ -300,10 +308,10 @@ def plot_io_by_tile(seq_len: int, head_dim: int, dtype: torch.dtype = torch.floa
 
 def num_tiles(num_kvpairs: int, tile_size: int, *, num_queries: int | None = None, causal: bool = False) -> int:
     """How many tiles :func:`tiled_attention` computes: all of them, or with ``causal`` those touching the diagonal."""
-    _require_positive("num_kvpairs", num_kvpairs)
+    require_positive_int("num_kvpairs", num_kvpairs)
     tile_size = _require_tile_size(tile_size)
     if causal:
-        _require_positive("num_queries", num_queries)
+        require_positive_int("num_queries", num_queries)
         num_kvpairs = min(num_kvpairs, num_queries)
     return -(-num_kvpairs // tile_size)  # ceil: the last tile may be shorter
 
@@ -315,7 +323,7 @@ def full_score_bytes(batch_size: int, num_queries: int, num_kvpairs: int, dtype:
     softmax take as many bytes again.
     """
     for name, value in (("batch_size", batch_size), ("num_queries", num_queries), ("num_kvpairs", num_kvpairs)):
-        _require_positive(name, value)
+        require_positive_int(name, value)
     return batch_size * num_queries * num_kvpairs * _itemsize(dtype)
 
 
@@ -329,7 +337,7 @@ def tiled_state_bytes(batch_size: int, num_queries: int, num_kvpairs: int, value
     """
     for name, value in (("batch_size", batch_size), ("num_queries", num_queries), ("num_kvpairs", num_kvpairs),
                         ("value_dim", value_dim)):
-        _require_positive(name, value)
+        require_positive_int(name, value)
     tile = min(_require_tile_size(tile_size), num_kvpairs)
     return batch_size * num_queries * (tile + 2 + value_dim) * _itemsize(dtype)
 
@@ -462,7 +470,7 @@ def plot_tiles(num_queries: int, num_kvpairs: int, tile_size: int, step: int, *,
     tile of scores and the running state), beside the full score matrix the explicit computation stores.
     """
     for name, value in (("num_queries", num_queries), ("num_kvpairs", num_kvpairs), ("value_dim", value_dim)):
-        _require_positive(name, value)
+        require_positive_int(name, value)
     total = num_tiles(num_kvpairs, tile_size, num_queries=num_queries, causal=causal)
     if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < total:
         template = _("step must be an int in [0, {last}] (there are {total} tiles to compute), got {step!r}")
@@ -536,11 +544,6 @@ def _require_tile_size(tile_size: object, name: str = "tile_size") -> int:
         template = _("{name} must be at least 1 ({what}), got {tile_size}")
         raise ValueError(template.format(name=name, what=what, tile_size=tile_size))
     return tile_size
-
-
-def _require_positive(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(_("{name} must be a positive int, got {value!r}").format(name=name, value=value))
 
 
 def _itemsize(dtype: object) -> int:
