@@ -195,12 +195,24 @@ def stored_figures(notebook: Path) -> dict[int, int]:
     return {index: count for index, count in counts.items() if count}
 
 
-def show_notebook(page: Page, lab_url: str, notebook: Path) -> Locator:
-    """Open a notebook and wait until every cell is in the page; nothing is run. Returns the notebook panel."""
-    page.goto(lab_url)
+def start_lab(page: Page, server: LabServer) -> None:
+    """Load JupyterLab in ``page`` with a fresh workspace (no document open) and wait until it has started."""
+    page.goto(f"{server.url}lab?reset&token={server.token}")
     page.wait_for_function("() => window.jupyterapp !== undefined")
     page.evaluate("() => window.jupyterapp.restored.then(() => true)")
-    panel = page.locator(".jp-NotebookPanel")
+
+
+def show_notebook(page: Page, notebook: Path) -> Locator:
+    """Open ``notebook`` (its path on the server: its name) in the JupyterLab of ``page``, in place of what is open
+    there, as a reader opens it from the file browser; nothing is run. Waits until every cell is in the page and
+    returns the notebook panel."""
+    panel_id = page.evaluate("""async (path) => {
+        const app = window.jupyterapp;
+        await app.commands.execute('application:close-all');
+        const panel = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+        return panel.id;
+    }""", notebook.name)
+    panel = page.locator(f".jp-NotebookPanel[id='{panel_id}']")
     expect(panel).to_be_visible()
     cells = len(nbformat.read(notebook, as_version=4).cells)
     expect(panel.locator(".jp-Cell")).to_have_count(cells)  # every cell is in the page: no virtual scrolling

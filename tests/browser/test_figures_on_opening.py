@@ -5,8 +5,9 @@ Jupyter database. JupyterLab does not draw the ``image/svg+xml`` output of an un
 scripts); it shows the next type the output offers that is safe: ``image/png`` when the output stores one, else its
 ``text/plain``, "<Figure size 900x550 with 1 Axes>". So every figure must store a PNG beside its SVG.
 
-The test opens every chapter of both reader editions, as the reader's JupyterLab serves them (the ``lab_server``
-fixtures of conftest.py, which start with an empty Jupyter data folder: no signature, no notebook trusted), with
+The test opens every chapter of both reader editions, one after the other in one JupyterLab tab per language, as the
+reader's JupyterLab serves them (the ``lab_server`` fixtures of conftest.py, which start with an empty Jupyter data
+folder: no signature, so no notebook is trusted; the test checks that the server marks them untrusted), with
 JupyterLab's default settings for showing a notebook. It runs no cell, scrolls to every picture, and counts the
 pictures drawn (decoded, with a size, on the screen) against the figures the file stores, cell by cell. The counts
 are printed, one line per chapter. To try it on another folder or configuration, point the fixture named in
@@ -19,8 +20,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lab_helpers import LabServer, drawn_figures, reader_page, show_notebook, stored_figures
-from playwright.sync_api import Browser
+from lab_helpers import (
+    LabServer,
+    drawn_figures,
+    new_page,
+    screenshot_on_failure,
+    show_notebook,
+    start_lab,
+    stored_figures,
+)
+from playwright.sync_api import Browser, Page
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted(path.name for path in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -43,9 +52,20 @@ def reader_lab(request: pytest.FixtureRequest) -> Iterator[tuple[str, LabServer]
         server.set_settings(NOTEBOOK_SETTINGS, {"windowingMode": "none"})  # as conftest.LAB_SETTINGS has it
 
 
+@pytest.fixture(scope="module")
+def reader_tab(reader_lab: tuple[str, LabServer], browser: Browser) -> Iterator[Page]:
+    """One browser tab with the reader's JupyterLab, in which each chapter is opened in turn."""
+    page = new_page(browser)
+    try:
+        start_lab(page, reader_lab[1])
+        yield page
+    finally:
+        page.close()
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda name: name[:2])
-def test_every_stored_figure_is_drawn_when_the_chapter_is_opened(reader_lab, chapter: str, browser: Browser,
-                                                                   screenshots: Path,
+def test_every_stored_figure_is_drawn_when_the_chapter_is_opened(reader_lab: tuple[str, LabServer], chapter: str,
+                                                                   reader_tab: Page, screenshots: Path,
                                                                    capsys: pytest.CaptureFixture):
     language, server = reader_lab
     notebook = server.root / chapter
@@ -54,8 +74,8 @@ def test_every_stored_figure_is_drawn_when_the_chapter_is_opened(reader_lab, cha
     trust = {cell["metadata"].get("trusted") for cell in served["cells"] if cell["cell_type"] == "code"}
     assert trust == {False}, f"the server trusts {chapter} ({trust}), as it never trusts a reader's clone"
     try:
-        with reader_page(browser, screenshots / f"FAILED-figures-{language}-{chapter[:2]}.png") as page:
-            found = drawn_figures(show_notebook(page, server.lab_url(chapter), notebook), notebook)
+        with screenshot_on_failure(reader_tab, screenshots / f"FAILED-figures-{language}-{chapter[:2]}.png"):
+            found = drawn_figures(show_notebook(reader_tab, notebook), notebook)
     finally:
         server.shut_down_kernels(chapter)  # opening it started a kernel; nothing ran in it
     drawn = {index: cell["drawn"] for index, cell in found.items() if cell["drawn"]}
