@@ -39,7 +39,7 @@ NOTEBOOK_SETTINGS = "@jupyterlab/notebook-extension:tracker"
 
 
 @pytest.fixture(scope="module", params=list(READER_LABS))
-def reader_lab(request: pytest.FixtureRequest) -> Iterator[tuple[str, LabServer]]:
+def reader_server(request: pytest.FixtureRequest) -> Iterator[tuple[str, LabServer]]:
     """The language and the server of a reader's JupyterLab, showing notebooks with JupyterLab's own defaults.
 
     (The other browser tests keep every cell rendered, ``windowingMode: none``; they get that back afterwards.)
@@ -53,21 +53,21 @@ def reader_lab(request: pytest.FixtureRequest) -> Iterator[tuple[str, LabServer]
 
 
 @pytest.fixture(scope="module")
-def reader_tab(reader_lab: tuple[str, LabServer], browser: Browser) -> Iterator[Page]:
+def reader_tab(reader_server: tuple[str, LabServer], browser: Browser) -> Iterator[Page]:
     """One browser tab with the reader's JupyterLab, in which each chapter is opened in turn."""
     page = new_page(browser)
     try:
-        start_lab(page, reader_lab[1])
+        start_lab(page, reader_server[1])
         yield page
     finally:
         page.close()
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda name: name[:2])
-def test_every_stored_figure_is_drawn_when_the_chapter_is_opened(reader_lab: tuple[str, LabServer], chapter: str,
+def test_every_stored_figure_is_drawn_when_the_chapter_is_opened(reader_server: tuple[str, LabServer], chapter: str,
                                                                    reader_tab: Page, screenshots: Path,
                                                                    capsys: pytest.CaptureFixture):
-    language, server = reader_lab
+    language, server = reader_server
     notebook = server.root / chapter
     stored = stored_figures(notebook)
     served = server.served_notebook(chapter)
