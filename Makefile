@@ -222,7 +222,7 @@ $(BROWSER_STAMP): $(STAMP)
 	$(call pip_install,dev$(comma)browser)
 	touch $@
 
-test-browser: $(BROWSER_STAMP) ## run chapters/ 03, 05, 11 and zh-CN/chapters/ 03 in JupyterLab in headless Chromium (needs chromium)
+test-browser: $(BROWSER_STAMP) ## run chapters/ 03, 05, 11 and zh-CN/chapters/ 03 in JupyterLab in headless Chromium, open every reader chapter and count its figures (needs chromium)
 	timeout --kill-after=30 1200 $(BIN)/python -m pytest tests/browser
 
 .PHONY: assignments

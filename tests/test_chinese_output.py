@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from tools import english_left
@@ -41,10 +42,28 @@ def test_at_most_a_tenth_of_the_printed_lines_carry_english():
         f"route them through tr() (python -m tools.english_left lists them), e.g. {english[:3]}")
 
 
+SVG = '<svg xmlns="http://www.w3.org/2000/svg"><text>键</text></svg>'
+
+
+@pytest.mark.parametrize(("kinds", "unreadable"), [
+    ({"image/svg+xml": SVG}, []),
+    ({"image/svg+xml": SVG, "image/png": "iVBORw0KGgo="}, []),  # the PNG beside the SVG of the same output
+    ({"image/png": "iVBORw0KGgo="}, [0]),
+])
+def test_a_png_is_allowed_only_beside_an_svg_of_the_same_output(tmp_path, kinds, unreadable):
+    figure = nbformat.v4.new_output("display_data", {**kinds, "text/plain": "<Figure size 900x550 with 1 Axes>"})
+    notebook = tmp_path / "figure.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("fig", outputs=[figure])]), notebook)
+    assert english_left.png_figures(notebook) == unreadable
+    assert [text for _, text in english_left.figure_texts(notebook)] == (["键"] if "image/svg+xml" in kinds else [])
+
+
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda path: path.name[:2])
 def test_no_figure_text_is_english(notebook):
+    # A PNG is welcome beside the SVG of the same output (JupyterLab shows it where the notebook is untrusted); the
+    # text is read from the SVG. A figure stored as PNG alone keeps its text unreadable.
     assert english_left.png_figures(notebook) == [], (
-        "figures stored as PNG keep their text unreadable: draw SVG (%config InlineBackend.figure_formats = "
-        "['svg'] and matplotlib's svg.fonttype 'none', as chapter 00 does)")
+        "figures stored as PNG alone keep their text unreadable: store SVG too (%config InlineBackend.figure_formats"
+        " = ['svg', 'retina'] and matplotlib's svg.fonttype 'none', as chapter 00 does)")
     english = [(index, text) for index, text in english_left.figure_texts(notebook) if english_left.english_words(text)]
     assert not english, f"English figure text, cell and text: {english[:4]}; wrap it in figure_text()"

@@ -87,6 +87,24 @@ def test_svg_pictures_count_by_their_height_on_the_slide():
     assert lecture.cell_lines(picture) == 1 + 300 // lecture.LINE_PX
 
 
+def test_matplotlib_svg_sizes_in_points_count_in_pixels():
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" width="648pt" height="396pt" viewBox="0 0 648 396"></svg>'
+    assert lecture._svg_height(svg) == 528  # 396 pt = 528 px, and 648 pt = 864 px fit the slide width
+
+
+def test_a_retina_png_counts_by_the_size_it_declares():
+    assert lecture._png_height(png(1000, 600), {"width": 500, "height": 300}) == 300
+    assert lecture._png_height(png(1000, 600)) == 540  # without a declared size: its pixels, scaled to 900 px
+
+
+def test_a_figure_stored_as_svg_and_png_counts_by_the_svg_the_slides_show():
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" width="648pt" height="396pt" viewBox="0 0 648 396"></svg>'
+    data = {"image/svg+xml": svg, "image/png": png(1800, 1100), "text/plain": "<Figure size 900x550 with 1 Axes>"}
+    figure = new_code_cell("fig", outputs=[new_output("display_data", data,
+                                                      metadata={"image/png": {"width": 900, "height": 550}})])
+    assert lecture.cell_lines(figure) == 1 + -(-528 // lecture.LINE_PX)
+
+
 def test_long_markdown_lines_count_as_wrapped_lines():
     cell = new_markdown_cell("## Heading\n\n" + "word " * 40)  # 200 characters wrap into 3 slide lines
     assert lecture.cell_lines(cell) == 1 + 1 + 1 + 3

@@ -4,7 +4,9 @@ nbval (``make test-notebooks``) proves the stored outputs are what the code prod
 cover what nbval does not look at.
 """
 
+import base64
 import re
+import struct
 from pathlib import Path
 
 import nbformat
@@ -86,3 +88,46 @@ def test_stored_figures_use_no_font_that_browsers_lack(path):
             families.update(FONT_FAMILY.findall("".join(svg) if isinstance(svg, list) else svg))
     stix = sorted(family for family in families if family.startswith("STIX"))
     assert not stix, f"figures name {stix}: write the radical as the character √ in the label, not \\sqrt"
+
+
+def figure_outputs(path: Path) -> list[tuple[int, dict]]:
+    """(cell index, output) for every output of the notebook that stores a picture (any image/ type)."""
+    cells = nbformat.read(path, as_version=4).cells
+    return [(index, output) for index, cell in enumerate(cells) for output in cell.get("outputs", [])
+            if any(kind.startswith("image/") for kind in output.get("data", {}))]
+
+
+def png_size(encoded: str) -> tuple[int, int]:
+    """Width and height in pixels of a base64 PNG, read from its IHDR chunk (bytes 16 to 24)."""
+    return struct.unpack(">II", base64.b64decode(encoded[:44])[16:24])
+
+
+@pytest.mark.parametrize("path", ALL_EDITIONS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_stored_figure_is_an_svg_with_a_sharp_png_beside_it(path):
+    # JupyterLab draws no SVG of an untrusted notebook, and every notebook a reader clones, downloads or opens on
+    # Binder is untrusted: there it shows the PNG, where there is one, else "<Figure size ... with 1 Axes>". A trusted
+    # notebook, the slides and the static pages show the SVG, whose text a translator reads (tools/english_left.py).
+    # The PNG is drawn at twice the resolution it is shown at ("retina"), so it stays sharp on a high-density screen.
+    for index, output in figure_outputs(path):
+        kinds = sorted(kind for kind in output["data"] if kind.startswith("image/"))
+        assert kinds == ["image/png", "image/svg+xml"], (
+            f"cell {index} stores {kinds}: execute the chapter with "
+            "%config InlineBackend.figure_formats = [\"svg\", \"retina\"] (make outputs)")
+        width, height = png_size(output["data"]["image/png"])
+        shown = output.get("metadata", {}).get("image/png", {})
+        assert (shown.get("width"), shown.get("height")) == (width // 2, height // 2), (
+            f"cell {index}: a PNG of {width}x{height} pixels shown at {shown}, not at half its pixels")
+
+
+CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_english_figures_draw_no_chinese_so_their_png_needs_no_cjk_font(path):
+    # The PNG is drawn by matplotlib on the machine that executed the chapter: a Chinese character in an English
+    # figure would be an empty box there without a CJK font. (The Chinese edition's figures take their Chinese
+    # text through figure_text(), which keeps the English text where no CJK font is installed.)
+    for index, output in figure_outputs(path):
+        svg = output["data"]["image/svg+xml"]
+        found = CJK.findall("".join(svg) if isinstance(svg, list) else svg)
+        assert not found, f"cell {index} draws {''.join(found[:10])} in an English figure"

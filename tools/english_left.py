@@ -64,7 +64,8 @@ def printed_lines(notebook: Path) -> Iterator[tuple[int, str]]:
 
 
 def figure_texts(notebook: Path) -> Iterator[tuple[int, str]]:
-    """(cell index, text) for every text element of the stored SVG figures (a figure stored as PNG has none)."""
+    """(cell index, text) for every text element of the stored SVG figures (the PNG beside an SVG draws the same
+    text; a figure stored as PNG alone has none to read)."""
     for index, cell in enumerate(json.loads(notebook.read_text(encoding="utf-8"))["cells"]):
         for output in cell.get("outputs", []):
             svg = output.get("data", {}).get("image/svg+xml")
@@ -77,7 +78,7 @@ def figure_texts(notebook: Path) -> Iterator[tuple[int, str]]:
 
 
 def png_figures(notebook: Path) -> list[int]:
-    """The cells whose stored figure is a PNG, whose text cannot be read back."""
+    """The cells whose stored figure is a PNG without an SVG beside it, whose text cannot be read back."""
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     return [index for index, cell in enumerate(cells) for output in cell.get("outputs", [])
             if "image/png" in output.get("data", {}) and "image/svg+xml" not in output.get("data", {})]

@@ -56,6 +56,25 @@ class LabServer:
         with urllib.request.urlopen(request, timeout=10) as response:
             assert response.status in (200, 204), f"PUT settings of {plugin}: HTTP {response.status}"
 
+    def api(self, path: str, method: str = "GET"):
+        """The JSON answer of the server's REST API at ``path`` (e.g. ``api/sessions``); None when it has no body."""
+        request = urllib.request.Request(f"{self.url}{path}", method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def served_notebook(self, notebook: str) -> dict:
+        """``notebook`` as the server hands it to JupyterLab, with the trust it marked on each code cell
+        (``metadata.trusted``: True only when the notebook's signature is in the server's database)."""
+        return self.api(f"api/contents/{notebook}?type=notebook&content=1")["content"]
+
+    def shut_down_kernels(self, notebook: str) -> None:
+        """End the sessions (and so the kernels) that opening ``notebook`` started."""
+        for session in self.api("api/sessions"):
+            if session["path"] == notebook:
+                self.api(f"api/sessions/{session['id']}", method="DELETE")
+
 
 def http_status(url: str) -> int:
     """HTTP status of a GET without following redirects (a redirect to the login page stays a 302)."""
@@ -164,6 +183,91 @@ def broken_images(panel: Locator) -> int:
     return panel.evaluate(
         """(panel) => [...panel.querySelectorAll('.jp-OutputArea-output img')]
             .filter((img) => !img.complete || img.naturalWidth === 0).length""")
+
+
+# --- figures as a reader sees them on opening a chapter -------------------------------------------------------
+
+def stored_figures(notebook: Path) -> dict[int, int]:
+    """Cell index -> how many figures the file stores in that cell's outputs (an output with any image/ type)."""
+    cells = nbformat.read(notebook, as_version=4).cells
+    counts = {index: sum(any(kind.startswith("image/") for kind in output.get("data", {}))
+                         for output in cell.get("outputs", []))
+              for index, cell in enumerate(cells)}
+    return {index: count for index, count in counts.items() if count}
+
+
+def start_lab(page: Page, server: LabServer) -> None:
+    """Load JupyterLab in ``page`` with a fresh workspace (no document open) and wait until it has started."""
+    page.goto(f"{server.url}lab?reset&token={server.token}")
+    page.wait_for_function("() => window.jupyterapp !== undefined")
+    page.evaluate("() => window.jupyterapp.restored.then(() => true)")
+
+
+def show_notebook(page: Page, notebook: Path) -> Locator:
+    """Open ``notebook`` (its path on the server: its name) in the JupyterLab of ``page``, in place of what is open
+    there, as a reader opens it from the file browser; nothing is run. Waits until every cell is in the page and
+    returns the notebook panel."""
+    panel_id = page.evaluate("""async (path) => {
+        const app = window.jupyterapp;
+        await app.commands.execute('application:close-all');
+        const panel = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+        return panel.id;
+    }""", notebook.name)
+    panel = page.locator(f".jp-NotebookPanel[id='{panel_id}']")
+    expect(panel).to_be_visible()
+    cells = len(nbformat.read(notebook, as_version=4).cells)
+    expect(panel.locator(".jp-Cell")).to_have_count(cells)  # every cell is in the page: no virtual scrolling
+    return panel
+
+
+# Resolves once each given cell shows at least as many outputs besides its printed text as the file stores.
+OUTPUTS_SHOWN = """([panel, expected]) => {
+    const cells = panel.querySelectorAll('.jp-Cell');
+    const streams = ['application/vnd.jupyter.stdout', 'application/vnd.jupyter.stderr'];
+    return Object.entries(expected).every(([index, count]) => [...cells[index].querySelectorAll(
+        '.jp-OutputArea-output')].filter((output) => !streams.includes(output.dataset.mimeType)).length >= count);
+}"""
+
+# Scrolls to each picture of the outputs, as a reader scrolls down the chapter, and counts the pictures drawn: an
+# <img> that decoded to a picture (JupyterLab shows PNG and SVG outputs as <img>) or an inline <svg>, with a size,
+# on the screen and not hidden. Returns, for each cell that has a drawn picture or is listed in `figureCells`, the
+# count and what each of its outputs shows (MIME type and the start of its text).
+FIGURES_DRAWN = """async (panel, figureCells) => {
+    const found = {};
+    for (const [index, cell] of panel.querySelectorAll('.jp-Cell').entries()) {
+        const outputs = [...cell.querySelectorAll('.jp-OutputArea-output')];
+        let drawn = 0;
+        for (const picture of outputs.map((output) => output.querySelector('img, svg')).filter(Boolean)) {
+            picture.scrollIntoView({block: 'center'});
+            if (picture instanceof HTMLImageElement) {
+                await picture.decode().catch(() => null);  // a broken image rejects: naturalWidth stays 0
+            }
+            await new Promise((resolve) => requestAnimationFrame(resolve));  // laid out where it was scrolled to
+            const box = picture.getBoundingClientRect();
+            const decoded = !(picture instanceof HTMLImageElement) || picture.naturalWidth > 0;
+            const onScreen = box.width > 0 && box.height > 0 && box.top < innerHeight && box.bottom > 0;
+            if (decoded && onScreen && picture.checkVisibility({opacityProperty: true, visibilityProperty: true})) {
+                drawn += 1;
+            }
+        }
+        if (drawn > 0 || figureCells.includes(index)) {
+            found[index] = {drawn, shown: outputs.map(
+                (output) => `${output.dataset.mimeType}: ${output.textContent.trim().slice(0, 60)}`)};
+        }
+    }
+    return found;
+}"""
+
+
+def drawn_figures(panel: Locator, notebook: Path) -> dict[int, dict]:
+    """Cell index -> {"drawn": pictures drawn, "shown": what its outputs show}, for the cells that store figures
+    and any other cell that draws a picture. Waits until the figure cells show their outputs; runs nothing."""
+    cells = nbformat.read(notebook, as_version=4).cells
+    figure_cells = list(stored_figures(notebook))
+    expected = {index: sum(output.output_type != "stream" for output in cells[index].outputs) for index in figure_cells}
+    panel.page.wait_for_function(OUTPUTS_SHOWN, arg=[panel.element_handle(), expected])
+    found = panel.evaluate(FIGURES_DRAWN, figure_cells)
+    return {int(index): value for index, value in found.items()}
 
 
 @contextmanager

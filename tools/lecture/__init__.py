@@ -59,16 +59,27 @@ def _first_line(cell: nbformat.NotebookNode) -> str:
     return lines[0] if lines else ""
 
 
-def _png_height(encoded: str) -> int:
-    """Displayed height in pixels of a base64 PNG, scaled down to the slide width."""
+def _png_height(encoded: str, shown: dict | None = None) -> int:
+    """Displayed height in pixels of a base64 PNG, scaled down to the slide width.
+
+    ``shown`` is the output's metadata for the PNG: a "retina" PNG, drawn at twice the resolution, declares the
+    ``width`` and ``height`` it is shown at, half its pixels.
+    """
     head = base64.b64decode("".join(encoded.split())[:44])  # the IHDR chunk: width and height at bytes 16..24
     width, height = struct.unpack(">II", head[16:24])
+    if shown and "width" in shown and "height" in shown:
+        width, height = shown["width"], shown["height"]
     return round(height * min(1.0, SLIDE_WIDTH_PX / max(width, 1)))
 
 
+PX_PER_UNIT = {"": 1.0, "px": 1.0, "pt": 4 / 3}  # CSS: 96 px = 72 pt = 1 in; matplotlib writes its SVG sizes in pt
+
+
 def _svg_height(svg: str) -> int:
-    """Displayed height in pixels of an SVG with ``width`` and ``height`` in pixels, scaled to the slide width."""
-    size = {name: float(value) for name, value in re.findall(r'\b(width|height)="([\d.]+)(?:px)?"', svg[:600])}
+    """Displayed height in pixels of an SVG with ``width`` and ``height`` in pixels or points, scaled to the slide
+    width."""
+    size = {name: float(value) * PX_PER_UNIT[unit]
+            for name, value, unit in re.findall(r'\b(width|height)="([\d.]+)(px|pt|)"', svg[:600])}
     width, height = size.get("width", SLIDE_WIDTH_PX), size.get("height", LINE_PX)
     return round(height * min(1.0, SLIDE_WIDTH_PX / max(width, 1)))
 
@@ -97,10 +108,10 @@ def cell_lines(cell: nbformat.NotebookNode) -> int:
             lines += _wrapped_lines(output.text, CODE_WIDTH)
         elif output.output_type in ("execute_result", "display_data"):
             data = output.data
-            if "image/png" in data:
-                lines += -(-_png_height(data["image/png"]) // LINE_PX)
-            elif "image/svg+xml" in data:
+            if "image/svg+xml" in data:  # a figure stored as SVG and PNG: the slides show the SVG
                 lines += -(-_svg_height(data["image/svg+xml"]) // LINE_PX)
+            elif "image/png" in data:
+                lines += -(-_png_height(data["image/png"], output.get("metadata", {}).get("image/png")) // LINE_PX)
             else:
                 lines += _wrapped_lines(str(data.get("text/plain", "")), CODE_WIDTH)
         elif output.output_type == "error":
