@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from matplotlib.figure import Figure
 
-from mha_lib import MultiHeadAttention
+from mha_lib import MultiHeadAttention, cpu_threads
 from mha_lib._bench.records import (
     SCHEMA,
     BenchResult,
@@ -38,19 +38,23 @@ from mha_lib._bench.timing import (
 from mha_lib.chapters.batching import (
     FLOAT32_LANES,
     IMPLEMENTATIONS,
+    LayoutCopy,
     attention_batched,
     attention_flops,
     attention_per_head,
     attention_per_sample,
+    attention_prefolded,
     call_plan,
     cpu_facts,
     gpu_overtakes_at,
+    layout_copies,
     peak_flops,
     plot_devices,
     plot_length_sweep,
     plot_loops_vs_batch,
     speedups,
 )
+from mha_lib.functional import transpose_qkv
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_BATCH = BatchSweep(batch_sizes=(1, 3), seq_len=4, num_hiddens=8, num_heads=2)
@@ -109,6 +113,58 @@ def test_call_plan_counts_calls_and_shapes():
         call_plan(2, 10, 100, 3)
     with pytest.raises(ValueError, match="batch_size"):
         call_plan(0, 10, 100, 5)
+
+
+def test_prefolded_is_the_batched_call_on_folded_inputs():
+    queries, keys, values = torch.randn(3, 4, 12), torch.randn(3, 6, 12), torch.randn(3, 6, 12)
+    folded = [transpose_qkv(X, 3) for X in (queries, keys, values)]
+    torch.testing.assert_close(attention_prefolded(*folded, 3), attention_batched(queries, keys, values, 3))
+    with pytest.raises(ValueError, match="num_heads"):
+        attention_prefolded(*folded, 2)  # 9 folded rows are not a whole number of samples of 2 heads
+
+
+@pytest.mark.parametrize(("batch_size", "seq_len", "num_hiddens", "num_heads"), [(4, 10, 100, 5), (256, 10, 100, 5),
+                                                                                   (3, 7, 12, 4)])
+def test_layout_copies_counts_the_folds_and_the_concatenations(batch_size, seq_len, num_hiddens, num_heads):
+    queries, keys, values = random_qkv(batch_size, seq_len, num_hiddens)
+    one = batch_size * seq_len * num_hiddens * 4  # bytes of one (batch_size, seq_len, num_hiddens) float32 tensor
+    folded = (batch_size * num_heads, seq_len, num_hiddens // num_heads)
+    assert layout_copies(attention_per_head, queries, keys, values, num_heads) == [
+        LayoutCopy("cat", (batch_size, seq_len, num_hiddens), one)]  # the slices are views
+    assert layout_copies(attention_batched, queries, keys, values, num_heads) == [
+        LayoutCopy("reshape", folded, one)] * 3 + [LayoutCopy("reshape", (batch_size, seq_len, num_hiddens), one)]
+    prefolded = [transpose_qkv(X, num_heads) for X in (queries, keys, values)]
+    assert layout_copies(attention_prefolded, *prefolded, num_heads) == [
+        LayoutCopy("reshape", (batch_size, seq_len, num_hiddens), one)]
+    per_sample = layout_copies(attention_per_sample, queries, keys, values, num_heads)
+    assert [c.operation for c in per_sample] == ["reshape"] * batch_size + ["cat"]  # one sample's fold is a view
+
+
+def test_layout_copies_sees_what_the_profiler_sees():
+    # every copy PyTorch makes (aten::clone and aten::cat, bigger than a scalar) is one layout_copies reports:
+    # no copy hides inside a matrix product of these implementations
+    from torch.profiler import ProfilerActivity, profile
+
+    queries, keys, values = random_qkv(8, 10, 100)
+    for fn in (attention_per_head, attention_batched, attention_per_sample):
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+            fn(queries, keys, values, 5)
+        copied = [event.name for event in prof.events()
+                  if event.name in ("aten::clone", "aten::cat", "aten::contiguous")
+                  or (event.name == "aten::copy_" and event.input_shapes and event.input_shapes[0])]
+        seen = layout_copies(fn, queries, keys, values, 5)
+        assert copied.count("aten::clone") == copied.count("aten::copy_") == sum(c.operation != "cat" for c in seen)
+        assert copied.count("aten::cat") == sum(c.operation == "cat" for c in seen)
+
+
+def test_layout_copies_tells_views_from_copies():
+    X = torch.arange(24.0).reshape(2, 3, 4)
+    assert layout_copies(lambda: (X[:, 1:], X.permute(2, 0, 1), X.transpose(0, 1), X.reshape(6, 4))) == []
+    assert layout_copies(lambda: X.permute(1, 0, 2).reshape(3, 8)) == [LayoutCopy("reshape", (3, 8), 96)]
+    assert layout_copies(lambda: X.transpose(0, 1).contiguous()) == [LayoutCopy("contiguous", (3, 2, 4), 96)]
+    assert layout_copies(lambda: X * 2) == []  # arithmetic writes new memory too, but it is not a layout copy
+    with pytest.raises(TypeError, match="fn must be"):
+        layout_copies(X)
 
 
 # ---------------------------------------------------------------- exact costs
@@ -336,15 +392,18 @@ def _labels(ax) -> list[str]:
 
 def test_loops_figure_draws_each_run_with_its_threads(tiny_result):
     one = tiny_result.runs[0]
-    two = dataclasses.replace(one, threads=2)
-    fig = plot_loops_vs_batch([one, two])
+    every, three = dataclasses.replace(one, threads=2), dataclasses.replace(one, threads=3)
+    with cpu_threads(2):  # a live run with every thread PyTorch uses is labelled "all threads", not with a count
+        fig = plot_loops_vs_batch([one, every])
+        other = _labels(plot_loops_vs_batch([three]).axes[0])
+    assert sum(label.endswith("cpu, 3 threads") for label in other) == 3
     assert isinstance(fig, Figure)
     time_ax, speed_ax = fig.axes
     assert time_ax.get_xscale() == time_ax.get_yscale() == "log"
     assert time_ax.get_ylabel() == "median time per call (ms)" and "batch size" in time_ax.get_xlabel()
     labels = _labels(time_ax)
     assert len(labels) == 6 and sum(label.endswith("cpu, 1 thread") for label in labels) == 3
-    assert sum(label.endswith("cpu, 2 threads") for label in labels) == 3
+    assert sum(label.endswith("cpu, all threads") for label in labels) == 3
     assert speed_ax.get_title() and speed_ax.get_legend() is not None
     y = time_ax.get_lines()[2].get_ydata()
     assert list(y) == [t * 1e3 for t in one.batch_sweep.median_s["batched"]]

@@ -6,8 +6,10 @@ Three ways to compute the same multi-head attention core (after the projections)
     per_head    a Python loop over the heads; each call handles one head of every sample
     batched     one call: the heads folded into the batch axis with ``transpose_qkv``
 
-with their call counts (:func:`call_plan`), the exact FLOPs of attention, the float32 peak of some GPUs,
-what the CPU's vector units can do (:func:`cpu_facts`) and the figures of chapter 07. The timing harness
+with their call counts (:func:`call_plan`), the copies each makes only to change the layout
+(:func:`layout_copies`; :func:`attention_prefolded` is the batched call without the copies in), the exact
+FLOPs of attention, the float32 peak of some GPUs, what the CPU's vector units can do (:func:`cpu_facts`)
+and the figures of chapter 07. The timing harness
 (devices, synchronisation, sweeps, recorded results) is the private package :mod:`mha_lib._bench`.
 
 Dimension names (those of the d2l book): ``batch_size``, ``seq_len`` (self-attention, so
@@ -19,11 +21,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 from matplotlib.figure import Figure
 from torch import Tensor
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten
 
 from .._bench.records import short_machine_name
 from .._validation import require_heads_divide, require_positive_int, require_qkv, require_split_input, wrong_type
@@ -38,13 +42,16 @@ __all__ = [
     "FLOAT32_LANES",
     "IMPLEMENTATIONS",
     "PEAK_FLOPS",
+    "LayoutCopy",
     "attention_batched",
     "attention_flops",
     "attention_per_head",
     "attention_per_sample",
+    "attention_prefolded",
     "call_plan",
     "cpu_facts",
     "gpu_overtakes_at",
+    "layout_copies",
     "peak_flops",
     "plot_devices",
     "plot_length_sweep",
@@ -107,6 +114,18 @@ def attention_batched(queries: Tensor, keys: Tensor, values: Tensor, num_heads: 
     return transpose_output(output, num_heads)  # -> (b, num_queries, h*d)
 
 
+def attention_prefolded(queries: Tensor, keys: Tensor, values: Tensor, num_heads: int) -> Tensor:
+    """:func:`attention_batched` for inputs that are already folded: its one call without ``transpose_qkv``'s copies.
+
+    Shape:
+        - queries: ``(batch_size * num_heads, num_queries, head_dim)``, e.g. ``transpose_qkv(projected, num_heads)``
+        - keys, values: ``(batch_size * num_heads, num_kvpairs, head_dim)``
+        - output: ``(batch_size, num_queries, num_heads * head_dim)``
+    """
+    output, _ = dot_product_attention(queries, keys, values)  # (b*h, num_queries, d)
+    return transpose_output(output, num_heads)  # -> (b, num_queries, h*d)
+
+
 IMPLEMENTATIONS: dict[str, Callable[[Tensor, Tensor, Tensor, int], Tensor]] = {
     "per_sample": attention_per_sample,
     "per_head": attention_per_head,
@@ -129,6 +148,56 @@ def call_plan(batch_size: int, seq_len: int, num_hiddens: int, num_heads: int) -
         ("per_head", num_heads, (batch_size, seq_len, head_dim)),
         ("batched", 1, (batch_size * num_heads, seq_len, head_dim)),
     ]
+
+
+# ---------------------------------------------------------------- copies that only change the layout
+
+# Operations that move numbers without arithmetic. Each returns a view of its input's memory where the strides
+# allow it (slicing, permute, transpose, a reshape that keeps the order in memory) and new memory where they do
+# not (a reshape after a permute, contiguous on a permuted tensor) or never (cat, stack).
+_LAYOUT_OPERATIONS = frozenset({
+    "__getitem__", "cat", "concat", "concatenate", "contiguous", "expand", "flatten", "movedim", "narrow",
+    "permute", "reshape", "squeeze", "stack", "swapaxes", "t", "transpose", "unflatten", "unsqueeze", "view",
+})
+
+
+class LayoutCopy(NamedTuple):
+    """One copy that a layout operation made: the operation, the shape of the new tensor, and its bytes."""
+
+    operation: str
+    shape: tuple[int, ...]
+    nbytes: int
+
+
+def layout_copies(fn: Callable[..., object], *args: object) -> list[LayoutCopy]:
+    """Run ``fn(*args)`` and list the copies it made only to change a layout, in the order they were made.
+
+    Every PyTorch call is seen from outside (a ``torch.overrides.TorchFunctionMode``); a layout operation
+    (reshape, permute, slicing, ``cat``, ...) whose result does not share memory with any of its inputs wrote
+    every number once more: a copy. Copies inside one C++ call (none in these implementations) are not seen.
+    """
+    if not callable(fn):
+        raise wrong_type("fn", _("callable"), fn)
+    watcher = _CopyWatcher()
+    with watcher:
+        fn(*args)
+    return watcher.copies
+
+
+class _CopyWatcher(TorchFunctionMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.copies: list[LayoutCopy] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204 - PyTorch's protocol
+        result = func(*args, **(kwargs or {}))
+        if getattr(func, "__name__", "") in _LAYOUT_OPERATIONS and isinstance(result, Tensor):
+            inputs = [x for x in tree_flatten((args, kwargs))[0] if isinstance(x, Tensor)]
+            memory = result.untyped_storage().data_ptr()
+            if result.numel() and all(x.untyped_storage().data_ptr() != memory for x in inputs):
+                self.copies.append(LayoutCopy(func.__name__, tuple(result.shape),
+                                              result.numel() * result.element_size()))
+        return result
 
 
 # ---------------------------------------------------------------- exact costs

@@ -34,7 +34,8 @@ CHAPTER_HEADERS = (
     N_("measured peak bytes"), N_("tiled, measured peak bytes"), N_("explicit, measured peak bytes"), N_("value"),
     N_("min"), N_("median"), N_("max"), N_("page faults per explicit call"), N_("pages of scores + weights"),
     N_("datasheet peak TFLOP/s"),
-    N_("new tokens"), N_("speed-up"), N_("floor of one head"), N_("one head"), N_("two heads"),
+    N_("new tokens"), N_("speed-up"), N_("floor of one head"), N_("one head"), N_("two heads"), N_("copies"),
+    N_("bytes copied"),
 )
 
 
