@@ -11,7 +11,7 @@ every language. A checked cell must not print them at all: ``check`` (and tests/
 ``make test``) lists them, so the mistake shows on the machine that made it.
 
 What counts as a fact, read from this machine:
-- the CPU model, as ``mha_lib._bench.timing.device_name("cpu")`` reads it from /proc/cpuinfo;
+- the CPU model, as ``mha_lib._bench.timing.cpuinfo_model`` reads it from /proc/cpuinfo;
 - each data or unified cache, as ``machine_summary`` prints it (``L2 2048K``);
 - the number of logical cores, where it is above 1, in the phrases the chapters print (``2 threads``, ``2 个线程``,
   ``logical_cores  2``, ``torch_threads  2``, ``2 cores``, ``2 个核心``); one thread is a setting, not a fact of
@@ -37,21 +37,17 @@ CPU_PLACEHOLDER, SIZE_PLACEHOLDER, COUNT_PLACEHOLDER = "‹CPU model›", "‹si
 
 
 def cpu_model() -> str | None:
-    """The CPU model named in /proc/cpuinfo, or None where there is no such file or line (macOS, Windows)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip() or None
-    except OSError:
-        pass
-    return None
+    """This machine's CPU model as /proc/cpuinfo names it, or None (no such file: nothing precise to look for)."""
+    from mha_lib._bench.timing import cpuinfo_model  # imports torch: only when asked
+
+    return cpuinfo_model()
 
 
 def cache_sizes() -> dict[str, str]:
     """This machine's data and unified caches as ``machine_summary`` names them: ``{"L1d": "48K", "L2": "2048K"}``."""
-    from mha_lib._bench.timing import cpu_caches  # imports torch: only when asked
+    from mha_lib._bench.timing import data_caches
 
-    return {name: size for name, size in cpu_caches().items() if not name.endswith("i")}
+    return data_caches()
 
 
 def fact_patterns(model: str | None = None, caches: dict[str, str] | None = None,

@@ -19,9 +19,9 @@ from .._validation import require_positive_int
 from ..i18n import _, tr
 from ..utils import cpu_threads
 
-__all__ = ["available_devices", "cpu_caches", "device_name", "live_threads_text", "machine_summary", "median_time",
-           "page_faults_per_call", "paired_speedups", "paired_times", "resolve_threads", "synchronize",
-           "thread_speedups", "threads_text"]
+__all__ = ["available_devices", "cpu_caches", "cpuinfo_model", "data_caches", "device_name", "live_threads_text",
+           "machine_summary", "median_time", "page_faults_per_call", "paired_speedups", "paired_times",
+           "resolve_threads", "synchronize", "thread_speedups", "threads_text"]
 
 
 def available_devices() -> list[torch.device]:
@@ -42,14 +42,19 @@ def device_name(device: torch.device | str) -> str:
     if device.type == "mps":
         return f"Apple GPU ({platform.machine()})"
     if device.type == "cpu":
-        try:
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-        except OSError:
-            pass
-        return platform.processor() or platform.machine() or "unknown CPU"
+        return cpuinfo_model() or platform.processor() or platform.machine() or "unknown CPU"
     raise ValueError(_("device must be a cpu, cuda or mps device, got {device}").format(device=device))
+
+
+def cpuinfo_model() -> str | None:
+    """The CPU model that Linux names in /proc/cpuinfo; None where there is no such file or line (macOS, Windows)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip() or None
+    except OSError:
+        pass
+    return None
 
 
 def cpu_caches() -> dict[str, str]:
@@ -72,6 +77,11 @@ def cpu_caches() -> dict[str, str]:
     return caches
 
 
+def data_caches() -> dict[str, str]:
+    """:func:`cpu_caches` without the instruction caches: the ones a timing's data passes through."""
+    return {name: size for name, size in cpu_caches().items() if not name.endswith("i")}
+
+
 def machine_summary(num_threads: int | None = None) -> str:
     """One line for a timing's header: CPU model, its caches (no instruction cache) and the thread count.
 
@@ -79,7 +89,7 @@ def machine_summary(num_threads: int | None = None) -> str:
     "Intel(R) Xeon(R) Processor, L1d 48K, L2 2048K, L3 491520K, 1 thread".
     """
     threads = resolve_threads(num_threads)
-    caches = ", ".join(f"{name} {size}" for name, size in cpu_caches().items() if not name.endswith("i"))
+    caches = ", ".join(f"{name} {size}" for name, size in data_caches().items())
     parts = [device_name("cpu"), caches, threads_text(threads)]
     return ", ".join(part for part in parts if part)
 

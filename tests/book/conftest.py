@@ -13,19 +13,13 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-
-try:
-    from playwright.sync_api import Browser, sync_playwright
-except ImportError as error:  # pragma: no cover - depends on the environment
-    raise pytest.UsageError(
-        "the book's browser tests need Playwright: `make test-book` installs it (the `browser` extra)") from error
+from chromium_fixtures import browser, chromium_executable  # noqa: F401 - fixtures, shared with tests/browser
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "build" / "screenshots" / "book"
@@ -56,24 +50,6 @@ def site(book_dir: Path) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
-
-
-@pytest.fixture(scope="session")
-def chromium_executable() -> str:
-    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    if not path:
-        pytest.fail("Chromium is not installed: `apt-get install chromium` (or set CHROMIUM=/path/to/chromium)")
-    return path
-
-
-@pytest.fixture(scope="session")
-def browser(chromium_executable: str) -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_executable, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,6 @@ import atexit
 import json
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -31,14 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-
-# Without Playwright the run stops with one clear message, not an import error.
-try:
-    from playwright.sync_api import Browser, sync_playwright
-except ImportError as error:  # pragma: no cover - depends on the environment
-    raise pytest.UsageError(
-        "the real-browser tests need Playwright: `make test-browser` installs it (the `browser` extra)") from error
-
+from chromium_fixtures import browser, chromium_executable  # noqa: F401 - fixtures, shared with tests/book
 from lab_helpers import LabServer, http_status
 
 from tools import reader_lab, workcopy
@@ -121,15 +113,6 @@ def _raise_keyboard_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-@pytest.fixture(scope="session")
-def chromium_executable() -> str:
-    """Debian's Chromium (``apt-get install chromium``); Playwright never downloads one here."""
-    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    if not path:
-        pytest.fail("Chromium is not installed: `apt-get install chromium` (or set CHROMIUM=/path/to/chromium)")
-    return path
-
-
 @contextmanager
 def running_lab(tmp_path_factory: pytest.TempPathFactory, source: Path, edition: str = "en",
                 settings: dict[str, dict] = LAB_SETTINGS) -> Iterator[LabServer]:
@@ -201,16 +184,6 @@ def lab_server_zh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServe
     """The Chinese reader edition in a Chinese JupyterLab (the language pack, as `make lab-zh` opens it)."""
     with running_lab(tmp_path_factory, ROOT / "zh-CN" / "chapters", "zh_CN") as server:
         yield server
-
-
-@pytest.fixture(scope="session")
-def browser(chromium_executable: str) -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_executable, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture(scope="session")
