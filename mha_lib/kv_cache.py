@@ -39,6 +39,10 @@ class KVCache:
         for name, size in (("batch_size", batch_size), ("num_kv_heads", num_kv_heads), ("head_dim", head_dim),
                            ("max_len", max_len)):
             require_positive_int(name, size)
+        if not isinstance(dtype, torch.dtype):
+            raise wrong_type("dtype", _("a torch.dtype, e.g. torch.float16"), dtype)
+        if not dtype.is_floating_point:
+            raise ValueError(_("dtype must be a floating-point torch.dtype, got {dtype}").format(dtype=dtype))
         # Reserved once: appending writes into it, nothing is copied as the cache grows.
         self._keys = torch.zeros(batch_size, num_kv_heads, max_len, head_dim, dtype=dtype, device=device)
         self._values = torch.zeros_like(self._keys)

@@ -6,6 +6,7 @@ A layer or tensor on the ``meta`` device stands in for one on a GPU: it has a de
 """
 
 import math
+import re
 import subprocess
 import sys
 
@@ -281,3 +282,15 @@ def test_sequence_mask_does_not_call_its_steps_key_value_pairs():
     with pytest.raises(ValueError, match=r"valid_len must hold whole numbers .*got 1.5: a length of 1.5 has") as error:
         sequence_mask(torch.zeros(2, 3), torch.tensor([1.5, 2.0]))
     assert "key-value" not in str(error.value)
+
+
+@pytest.mark.parametrize("dtype, error, words", [
+    ("float16", TypeError, "dtype must be a torch.dtype, e.g. torch.float16, got str"),
+    (torch.int64, ValueError, "dtype must be a floating-point torch.dtype, got torch.int64"),
+])
+def test_kv_cache_names_a_wrong_dtype(dtype, error, words):
+    """KVCache(dtype=...) says what it wants where torch.zeros would have answered for it."""
+    from mha_lib.kv_cache import KVCache
+    with pytest.raises(error, match=re.escape(words)):
+        KVCache(1, 1, 2, 4, dtype=dtype)
+    assert KVCache(1, 1, 2, 4, dtype=torch.float16).keys.dtype == torch.float16
