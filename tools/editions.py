@@ -222,6 +222,19 @@ def reader_notebook(nb: nbformat.NotebookNode, prefix: str, language: str = "en"
     return nb
 
 
+def student_notebook(nb: nbformat.NotebookNode, prefix: str, language: str = "en") -> nbformat.NotebookNode:
+    """The reader edition without its collapsed solutions: what a course that grades the exercises may post.
+
+    The answer cells are the reader edition's stubs and the checker cells keep no output; the "Show a solution"
+    cells that :func:`reader_notebook` adds are left out (``make student``, tools/lecture, tools/book).
+    """
+    nb = reader_notebook(nb, prefix, language)
+    summary = SUMMARY_LINE.format(LANGUAGES[language][2])
+    nb.cells = [cell for cell in nb.cells
+                if not (cell.cell_type == "markdown" and cell.source.startswith(summary))]
+    return nb
+
+
 def keep_outputs(fresh: nbformat.NotebookNode, previous: Path, keep_slides: bool = False) -> None:
     """Give ``fresh`` the outputs (and the widget state, which follows them) of the notebook at ``previous`` when
     it has the same cells with the same code; with ``keep_slides``, also the slide layout that tools/lecture
