@@ -37,7 +37,7 @@ MAX_SLIDES = 30  # a 45-60 minute lecture
 
 # The slide: reveal.js's 960 x 700 box, less the room nbconvert's theme and the slide number take. Measured in
 # headless Chromium (tests/slides): the heights below are upper bounds of what a line takes there.
-SLIDE_HEIGHT_PX = 640  # content height a slide may fill (700 less margins)
+SLIDE_HEIGHT_PX = 620  # content height a slide may fill (700 less margins and a reserve)
 CONTENT_WIDTH_PX = 900  # width of a code block's text area
 TEXT_LINE_PX = 32  # one line of prose (the theme's 20 px font, line height 1.5, with paragraph spacing)
 TEXT_CHARS = 70  # characters of prose per line
@@ -57,6 +57,7 @@ MORE_LINES = {"en": "⋯ {count} more lines: run the notebook to see them",
               "zh-CN": "⋯ 还有 {count} 行：运行 notebook 即可看到"}
 CONTINUED = {"en": "{heading} (continued)", "zh-CN": "{heading}（续）"}
 
+_CJK = re.compile(r"[\u2e80-\u9fff\uff00-\uffef]")
 _HEADING = re.compile(r"^(#{1,3})\s+(.*\S)\s*$")
 
 
@@ -128,7 +129,8 @@ def markdown_px(markdown: str) -> int:
         heading = heading_of(block)
         if heading:
             level, title = heading
-            height += HEADING_PX[level] + HEADING_LINE_PX[level] * (-(-len(title) // HEADING_CHARS[level]) - 1)
+            width = len(_CJK.sub("xx", title))
+            height += HEADING_PX[level] + HEADING_LINE_PX[level] * (-(-width // HEADING_CHARS[level]) - 1)
             block = "\n".join(block.splitlines()[1:])
             if not block.strip():
                 continue
@@ -140,6 +142,7 @@ def markdown_px(markdown: str) -> int:
             continue
         text = re.sub(r"\$[^$]*\$", "xxxxxx", block)  # inline formulas are short
         text = re.sub(r"\]\([^)]*\)", "]", text)  # links show their text only
+        text = _CJK.sub("xxx", text)  # a Chinese character: as wide as two Latin letters, and taller lines
         lines = sum(max(1, -(-len(line) // TEXT_CHARS)) for line in text.splitlines())
         height += lines * TEXT_LINE_PX + 16
     return height
