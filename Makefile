@@ -185,7 +185,9 @@ $(LECTURE_ASSETS): tools/lecture/requirements-assets.txt | $(STAMP)
 		--requirement tools/lecture/requirements-assets.txt
 	touch $@
 
-slides: $(STAMP) $(LECTURE_ASSETS) ## reveal.js slides of every chapter, offline, in build/slides/ (open index.html)
+# Each chapter's lecture deck (the cells it selects with the cell metadata "lecture": tools/lecture/deck.py, at most
+# 30 numbered slides with speaker notes, no solution shown) and its handout (the whole solved notebook, cell by cell).
+slides: $(STAMP) $(LECTURE_ASSETS) ## lecture decks (about 20 slides, speaker notes: S) and solved handouts of every chapter, offline, in build/slides/
 	rm -rf build/slides
 	$(BIN)/python -m tools.lecture slides --assets $(LECTURE_VENDOR) --out build/slides $(NOTEBOOKS)
 
@@ -258,7 +260,7 @@ zh: $(STAMP) ## rebuild the Chinese edition from notebooks/ and translations/zh_
 	$(EXECUTE) $(ZH_CHAPTERS)
 	$(SCRUB) $(ZH_CHAPTERS)
 
-slides-zh: $(STAMP) $(LECTURE_ASSETS) ## the Chinese chapters as reveal.js slides in build/slides-zh/
+slides-zh: $(STAMP) $(LECTURE_ASSETS) ## the Chinese lecture decks and solved handouts in build/slides-zh/
 	rm -rf build/slides-zh
 	$(BIN)/python -m tools.lecture slides --assets $(LECTURE_VENDOR) --out build/slides-zh $(ZH_NOTEBOOKS)
 
@@ -296,3 +298,21 @@ hub: $(HUB_STAMP) $(HUB_PROXY) $(HUB_COURSE) ## a trial course on JupyterHub at 
 
 test-hub: $(BROWSER_STAMP) $(HUB_STAMP) $(HUB_PROXY) ## release, fetch, submit, collect, autograde through a JupyterHub, and a student in chromium
 	timeout --kill-after=30 900 $(BIN)/python -m pytest tests/hub
+
+# --- A course that grades the exercises (issue 39): everything students may see, without solutions ------------------
+# build/student/ holds, in English and Chinese: the lecture decks and handouts (answer cells as unsolved stubs,
+# no checker output), the book without its "Show a solution" folds, and the notebooks likewise. `make test-slides`
+# opens every deck in headless Chromium and searches these builds for solution markers and solution code.
+.PHONY: student test-slides
+STUDENT_DIR := build/student
+
+student: $(BOOK_STAMP) $(LECTURE_ASSETS) ## slides, book and notebooks without any solution, both languages, in build/student/ (for a graded course)
+	rm -rf $(STUDENT_DIR)
+	$(BIN)/python -m tools.lecture slides --handout student --assets $(LECTURE_VENDOR) --out $(STUDENT_DIR)/slides/en $(NOTEBOOKS)
+	$(BIN)/python -m tools.lecture slides --handout student --assets $(LECTURE_VENDOR) --out $(STUDENT_DIR)/slides/zh-CN $(ZH_NOTEBOOKS)
+	$(BIN)/python -m tools.editions student --out $(STUDENT_DIR)/notebooks/en
+	$(BIN)/python -m tools.editions student --language zh_CN --out $(STUDENT_DIR)/notebooks/zh-CN
+	$(BIN)/python -m tools.book --student --assets $(LECTURE_VENDOR) --out $(STUDENT_DIR)/book
+
+test-slides: slides slides-zh student $(BROWSER_STAMP) ## every lecture deck in headless Chromium (fit, numbers, notes, no solution); the student builds searched for solutions
+	timeout --kill-after=30 900 $(BIN)/python -m pytest tests/slides

@@ -14,5 +14,6 @@ def _seed() -> None:
 
 # The real-browser tests (tests/browser) start JupyterLab and Chromium: `make test-browser` runs them on
 # their own. `pytest tests` and `make test-unit` leave them out; `pytest tests/browser` still runs them.
-# The same for the course on a JupyterHub (tests/hub, `make test-hub`) and the book (tests/book, `make test-book`).
-collect_ignore = ["browser", "hub", "book"]
+# The same for the course on a JupyterHub (tests/hub, `make test-hub`), the book (tests/book, `make test-book`) and
+# the lecture decks (tests/slides, `make test-slides`).
+collect_ignore = ["browser", "hub", "book", "slides"]

@@ -251,6 +251,8 @@ def write_chapters(folder: Path) -> list[Path]:
     for number, title in ((1, "One"), (0, "Zero")):
         nb = small_chapter()
         nb.cells[0].source = f"# {number:02d} · {title}\n\nIntro."
+        for cell in nb.cells:
+            cell.metadata["lecture"] = {}
         paths.append(folder / f"{number:02d}_{title.lower()}.ipynb")
         nbformat.write(nb, paths[-1])
     return paths
@@ -259,7 +261,8 @@ def write_chapters(folder: Path) -> list[Path]:
 def test_build_copies_the_assets_and_checks_every_page_against_them(tmp_path):
     vendor = fake_vendor(tmp_path / "vendor")
     written = lecture.build(write_chapters(tmp_path), tmp_path / "slides", vendor)
-    assert [path.name for path in written] == ["00_zero.slides.html", "01_one.slides.html", "index.html"]
+    assert [path.name for path in written] == ["00_zero.slides.html", "00_zero.handout.html", "01_one.slides.html",
+                                               "01_one.handout.html", "index.html"]
     assert (tmp_path / "slides" / "_static" / "reveal.js" / "dist" / "reveal.js").is_file()
     (vendor / "sphinx_revealjs" / "_static" / "revealjs" / "dist" / "theme" / "simple.css").unlink()
     with pytest.raises(RuntimeError, match="simple.css, which is not in"):
@@ -309,3 +312,74 @@ def test_the_chinese_edition_gets_chinese_slides_and_a_chinese_index():
     assert '<html lang="zh-CN">' in page and "<title>03 · 拆分注意力头 slides</title>" in page
     heading, intro = lecture.INDEX_TEXT["zh-CN"]
     assert '<html lang="zh-CN">' in lecture.render_index([("03 · 拆分注意力头", "03.html")], heading, intro, "zh-CN")
+
+
+# --- lecture decks (tools/lecture/deck.py; the decks in a browser: tests/slides) ----------------------------------
+
+from tools.editions import solution_lines  # noqa: E402
+from tools.lecture import deck  # noqa: E402
+
+ZH_NOTEBOOKS = sorted((ROOT / "zh-CN" / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + ZH_NOTEBOOKS, ids=lambda p: f"{p.parent.parent.name}-{p.name[:2]}")
+def test_every_chapter_selects_a_deck_of_at_most_30_slides_with_notes(path):
+    nb = nbformat.read(path, as_version=4)
+    assert deck.has_deck(nb), (
+        f"{path.name} selects no cell for its lecture deck: give the deck's cells the cell metadata "
+        "{\"lecture\": {}} and a few {\"lecture\": {\"notes\": \"...\"}} (docs/maintaining.md, \"Lecture decks\")")
+    slides = deck.deck_notebook(nb)
+    assert 10 <= deck.slide_count(slides) <= deck.MAX_SLIDES
+    assert any(deck.speaker_notes(cell) for cell in nb.cells)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_the_chinese_edition_carries_the_deck_and_translates_its_notes(path):
+    english = nbformat.read(path, as_version=4).cells
+    chinese = [cell for cell in nbformat.read(ROOT / "zh-CN" / "notebooks" / path.name, as_version=4).cells
+               if "language" not in cell.metadata.get("tags", [])]
+    assert [deck.in_deck(cell) for cell in english] == [deck.in_deck(cell) for cell in chinese]
+    for en, zh in zip(english, chinese, strict=True):
+        if deck.speaker_notes(en):
+            assert deck.speaker_notes(zh) and deck.speaker_notes(zh) != deck.speaker_notes(en)
+
+
+def test_every_heading_starts_a_slide_even_in_the_middle_of_a_cell():
+    cell = new_markdown_cell("Text before.\n\n## 2. Second\n\nMore.\n\n### 2.1 Sub\n\n```python\n# not a heading\n```")
+    assert deck.markdown_pieces(cell.source) == ["Text before.", "## 2. Second\n\nMore.",
+                                                 "### 2.1 Sub\n\n```python\n# not a heading\n```"]
+    nb = chapter(new_markdown_cell("# 05 · Title", metadata={"lecture": {}}), new_markdown_cell(
+        cell.source, metadata={"lecture": {"notes": "Say this."}}))
+    slides = deck.deck_notebook(nb)
+    kinds = [c.metadata.slideshow.slide_type for c in slides.cells]
+    assert kinds == ["slide", "-", "slide", "slide", "notes"] and deck.slide_count(slides) == 3
+    page = lecture.render_deck(nb, "05_title")
+    assert '<aside class="notes">' in page and "Say this." in page and 'slideNumber: "c/t"' in page
+
+
+def test_a_deck_shows_exercises_unsolved_and_a_cell_too_long_for_the_slide_is_cut():
+    answer = new_code_cell("def f(x):\n    \"\"\"Double x.\"\"\"\n    ### BEGIN SOLUTION\n    return 2 * x + 0 * x\n"
+                           "    ### END SOLUTION", metadata={"tags": ["solution"], "lecture": {}})
+    check = new_code_cell("check_f(f)", metadata={"lecture": {}},
+                          outputs=[new_output("stream", name="stdout", text="✅ Correct: 2 * x\n")])
+    printed = new_code_cell("print(x)", metadata={"lecture": {}}, outputs=[
+        new_output("stream", name="stdout", text="".join(f"line {i}\n" for i in range(80)))])
+    nb = chapter(new_markdown_cell("## Exercises", metadata={"lecture": {}}), answer, check,
+                 new_markdown_cell("A long output:", metadata={"lecture": {}}), printed)
+    text = "\n".join(cell.source + str(cell.get("outputs", "")) for cell in deck.deck_notebook(nb).cells)
+    assert "return 2 * x + 0 * x" not in text and "BEGIN SOLUTION" not in text and "Correct" not in text
+    assert 'raise NotImplementedError("Exercise: write the body of f")' in text
+    assert "more lines: run the notebook" in text and "line 79" not in text
+    assert solution_lines(nb) == {"return 2 * x + 0 * x"}
+
+
+def test_a_chapter_without_a_deck_is_named_clearly():
+    with pytest.raises(ValueError, match="selects no cell for its lecture deck"):
+        deck.deck_notebook(small_chapter())
+
+
+@pytest.mark.parametrize("line", ["x" * 100, "y" * 140, "z" * 300])
+def test_code_gets_the_largest_font_at_which_its_longest_line_fits(line):
+    size, wrap = deck.code_font([line])
+    assert deck.MIN_CODE_PX <= size <= deck.CODE_PX
+    assert wrap == (len(line) * deck.MIN_CODE_PX * deck.CHAR_EM > deck.CONTENT_WIDTH_PX)

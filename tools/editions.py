@@ -3,6 +3,7 @@
     python -m tools.editions reader [NOTEBOOK ...]   write the reader edition chapters/ from notebooks/
     python -m tools.editions nbgrader [NOTEBOOK ...] write or refresh nbgrader's cell metadata in notebooks/
     python -m tools.editions check                   exit 1 if chapters/ or the nbgrader metadata is stale
+    python -m tools.editions student --out DIR       the reader edition without its collapsed solutions (courses)
 
 ``notebooks/`` is the one source: the instructor edition, with every exercise solved. Lecturers, slides, CI and
 nbgrader use it. An exercise is a code cell tagged ``solution`` (the reader's answer cell) and the code cells right
@@ -222,6 +223,54 @@ def reader_notebook(nb: nbformat.NotebookNode, prefix: str, language: str = "en"
     return nb
 
 
+def student_notebook(nb: nbformat.NotebookNode, prefix: str, language: str = "en") -> nbformat.NotebookNode:
+    """The reader edition without its collapsed solutions: what a course that grades the exercises may post.
+
+    The answer cells are the reader edition's stubs and the checker cells keep no output; the "Show a solution"
+    cells that :func:`reader_notebook` adds are left out (``make student``, tools/lecture, tools/book).
+    """
+    nb = reader_notebook(nb, prefix, language)
+    summary = SUMMARY_LINE.format(LANGUAGES[language][2])
+    nb.cells = [cell for cell in nb.cells
+                if not (cell.cell_type == "markdown" and cell.source.startswith(summary))]
+    return nb
+
+
+SOLUTION_MARKERS = (BEGIN, END, "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
+
+
+def code_part(line: str) -> str:
+    """A line of code without its trailing comment, spaces collapsed: what a search for it compares."""
+    return re.sub(r"[ \t]+", " ", line.split("  #")[0].strip())
+
+
+def _output_texts(cell: nbformat.NotebookNode) -> list[str]:
+    """The printed text of a code cell (a chapter may print library source that a solution repeats)."""
+    return [str(output.get("text", "")) + str(output.get("data", {}).get("text/plain", ""))
+            for output in cell.get("outputs", [])]
+
+
+def solution_lines(nb: nbformat.NotebookNode, language: str = "en") -> set[str]:
+    """The lines of the chapter's solutions that a build for students must not contain, stripped.
+
+    Left out: comments, imports, lines of the unsolved stub (signature, docstring), lines shorter than 12
+    characters (``return x``), and every line that the chapter shows outside its answer cells, in code or printed
+    (it teaches them).
+    """
+    public = {code_part(line) for cell in nb.cells if not is_solution(cell)
+              for text in [cell.source, *_output_texts(cell)] for line in text.splitlines()}
+    secret = set()
+    for index, _ in exercises(nb):
+        source = strip_markers(nb.cells[index].source)
+        stub = {line.strip() for line in make_stub(source, language).splitlines()}
+        for line in source.splitlines():
+            line = line.strip()
+            if (len(line) >= 12 and not line.startswith(("#", "import ", "from ", '"""', "'" * 3))
+                    and line not in stub and code_part(line) not in public):
+                secret.add(line)
+    return secret
+
+
 def keep_outputs(fresh: nbformat.NotebookNode, previous: Path, keep_slides: bool = False) -> None:
     """Give ``fresh`` the outputs (and the widget state, which follows them) of the notebook at ``previous`` when
     it has the same cells with the same code; with ``keep_slides``, also the slide layout that tools/lecture
@@ -351,7 +400,8 @@ def nbgrader_problems(path: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["reader", "nbgrader", "check"])
+    parser.add_argument("command", choices=["reader", "nbgrader", "check", "student"])
+    parser.add_argument("--out", type=Path, help="student: the folder to write the notebooks without solutions into")
     parser.add_argument("notebooks", nargs="*", type=Path, help="instructor notebooks (default: all of the language)")
     parser.add_argument("--language", choices=list(LANGUAGES), default="en",
                         help="en: notebooks/ -> chapters/; zh_CN: zh-CN/notebooks/ -> zh-CN/chapters/")
@@ -362,6 +412,15 @@ def main(argv: list[str] | None = None) -> int:
         for path in write_reader_edition(paths, target, args.language):
             count = len(exercises(nbformat.read(path, as_version=4)))
             print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {count} exercise(s) unsolved")
+        return 0
+    if args.command == "student":
+        if args.out is None:
+            parser.error("student needs --out FOLDER")
+        args.out.mkdir(parents=True, exist_ok=True)
+        for path in paths:
+            nb = student_notebook(nbformat.read(path, as_version=4), chapter_prefix(path), args.language)
+            nbformat.write(nb, args.out / path.name)
+        print(f"{args.out}: {len(paths)} notebooks without solutions")
         return 0
     if args.command == "nbgrader":
         for path in paths:

@@ -20,6 +20,9 @@ removed the mark. Blocks without words (a lone formula) are not translated; a fo
 ``\\text{...}`` (``$$\\text{score bytes} = \\dots$$``) is a block like prose, whose translation changes the words
 inside the formula (``\\text{分数字节数}``). Poedit, Lokalize or any text editor can edit the catalogues.
 
+A cell's speaker notes for the lecture decks (cell metadata ``lecture.notes``, tools/lecture/deck.py) are one
+message each, translated into the same catalogue.
+
 mha_lib's own messages (the checkers' verdicts and hints, table headers, widget labels, figure text) are marked
 in the source as ``_("English")``, ``N_("English")`` or ``figure_text("English")`` (see mha_lib/i18n.py).
 ``update-lib`` extracts every such literal with ``ast`` into ``mha_lib/locale/LANG/LC_MESSAGES/mha_lib.po`` by the
@@ -43,6 +46,7 @@ import polib
 
 from tools import colab
 from tools.editions import keep_outputs
+from tools.lecture.deck import LECTURE_KEY, speaker_notes
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "notebooks"
@@ -99,6 +103,9 @@ def chapter_blocks(notebook: Path) -> list[tuple[str, str]]:
         if cell.cell_type == "markdown":
             found += [(f"{notebook.name}:{index}", block) for block in split_blocks(cell.source)
                       if needs_translation(block)]
+        notes = speaker_notes(cell)
+        if notes:  # a lecture deck's speaker notes (tools/lecture/deck.py), one message each
+            found.append((f"{notebook.name}:{index}:notes", notes))
     return found
 
 
@@ -177,6 +184,12 @@ def translate_notebook(notebook: Path, language: str) -> nbformat.NotebookNode:
             cell.source = "\n\n".join(ready.get(block, block) for block in blocks)
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+        notes = speaker_notes(cell)
+        if notes:
+            if notes not in ready:
+                raise ValueError(f"{notebook.name}: no translation into {language} of the speaker notes {notes[:80]!r};"
+                                 f" run: python -m tools.translate update {language}, then translate them")
+            cell.metadata[LECTURE_KEY] = {**cell.metadata[LECTURE_KEY], "notes": ready[notes]}
     install = next(index for index, cell in enumerate(nb.cells) if colab.is_install_cell(cell))
     nb.cells[install].source = colab.INSTALL_CELLS[language]  # on Colab it also installs a CJK font
     switch = nbformat.v4.new_code_cell(LANGUAGE_CELL[language], id=LANGUAGE_TAG,

@@ -4,6 +4,7 @@ From the repository root (``make book`` runs the first, ``make html`` the second
 
     python -m tools.book --assets build/vendor --out build/book
     python -m tools.book --assets build/vendor --out build/html --solved
+    python -m tools.book --assets build/vendor --out build/student/book --student   (``make student``)
 
 ``--solved`` builds the instructor edition (``notebooks/``, ``zh-CN/notebooks/``: every exercise solved in place)
 for lecturers, in the same way; everything below is said of the reader edition and holds for both.
@@ -73,6 +74,7 @@ class Edition:
     instructor_chapters: Path  # the instructor edition (every exercise solved), which `make html` shows
     instructor_title: str
     instructor_intro: str
+    student: bool = False  # the course's build without solutions (``make student``): no launch buttons either
 
 
 EDITIONS = {
@@ -140,6 +142,27 @@ chapter on Binder or Colab from the repository named in `pyproject.toml`, {repos
 }
 
 
+# The home page of the build without solutions (make student): the exercises are the course's to grade.
+STUDENT_INTRO = {
+    "en": """\
+The chapters of this course on **multi-head attention**, with their stored outputs (printed shapes, figures,
+tables). The exercises are left unsolved and no solution is shown: do them in the notebooks your course gives you.
+The search box finds a function, a term or a shape across every chapter; the download button at the top of each
+chapter gives its notebook, without solutions.
+""",
+    "zh_CN": """\
+本课程关于**多头注意力**的各章，连同保存的输出（打印的形状、图、表）。
+练习保持未解答，也不显示参考答案：请在课程发给你的笔记本中完成。
+搜索框可以在所有章节中查找函数、术语或形状；每章顶部的下载按钮提供该章不含答案的笔记本。
+""",
+}
+
+
+def student(edition: Edition) -> Edition:
+    """The same language's reader edition without solutions, for a course that grades the exercises."""
+    return dataclasses.replace(edition, intro=STUDENT_INTRO[edition.code], student=True)
+
+
 def instructor(edition: Edition) -> Edition:
     """The same language's instructor edition: its chapters, title and home page."""
     return dataclasses.replace(edition, chapters=edition.instructor_chapters, title=edition.instructor_title,
@@ -161,9 +184,17 @@ def other(edition: Edition) -> Edition:
 # --- sources -----------------------------------------------------------------------------------------------------
 
 
-def book_notebook(nb: nbformat.NotebookNode, edition: Edition) -> nbformat.NotebookNode:
-    """A copy of a reader-edition chapter as the book shows it (see the module docstring); ``nb`` is unchanged."""
+def book_notebook(nb: nbformat.NotebookNode, edition: Edition, student: bool = False) -> nbformat.NotebookNode:
+    """A copy of a reader-edition chapter as the book shows it (see the module docstring); ``nb`` is unchanged.
+
+    ``student``: without the collapsed solutions ("Show a solution"), for a course that grades the exercises.
+    """
     nb = nbformat.from_dict(nb)  # a deep copy
+    if student:
+        from tools.editions import LANGUAGES, SUMMARY_LINE
+
+        summary = SUMMARY_LINE.format(LANGUAGES[edition.code][2])
+        nb.cells = [cell for cell in nb.cells if not (cell.cell_type == "markdown" and cell.source.startswith(summary))]
     nb.metadata.pop("widgets", None)  # the saved widget state: MyST-NB would load a widget manager for it
     cells = []
     for cell in nb.cells:
@@ -191,7 +222,7 @@ def index_page(edition: Edition, chapters: list[str], repository: str) -> str:
             f"```{{toctree}}\n:caption: {edition.chapters_caption}\n:maxdepth: 1\n\n{toctree}\n```\n")
 
 
-def write_sources(edition: Edition, source: Path) -> list[Path]:
+def write_sources(edition: Edition, source: Path, student: bool = False) -> list[Path]:
     """Write the book's copy of every chapter of ``edition`` and its home page into ``source``; the chapters."""
     if source.exists():
         shutil.rmtree(source)
@@ -200,7 +231,7 @@ def write_sources(edition: Edition, source: Path) -> list[Path]:
     if not chapters:
         raise FileNotFoundError(f"no chapter in {edition.chapters}")
     for path in chapters:
-        nbformat.write(book_notebook(nbformat.read(path, as_version=4), edition), source / path.name)
+        nbformat.write(book_notebook(nbformat.read(path, as_version=4), edition, student), source / path.name)
     (source / "index.md").write_text(index_page(edition, [p.stem for p in chapters], repository_url()),
                                      encoding="utf-8")
     return chapters
@@ -249,10 +280,12 @@ def sphinx_config(edition: Edition, static: Path, repository: str) -> dict:
             "repository_url": repository,
             "repository_branch": BRANCH,
             "path_to_docs": edition.chapters.relative_to(ROOT).as_posix(),
-            "use_repository_button": True,
+            "use_repository_button": not edition.student,
             "use_download_button": True,
-            "launch_buttons": {"binderhub_url": "https://mybinder.org", "colab_url": "https://colab.research.google.com",
-                               "notebook_interface": "jupyterlab"},
+            # the course's build opens nothing from the public repository, whose reader edition shows solutions
+            "launch_buttons": {} if edition.student else {
+                "binderhub_url": "https://mybinder.org", "colab_url": "https://colab.research.google.com",
+                "notebook_interface": "jupyterlab"},
             "home_page_in_toc": True,
             "show_navbar_depth": 1,
             "article_header_end": ["article-header-buttons.html", "language-switch.html"],
@@ -261,7 +294,7 @@ def sphinx_config(edition: Edition, static: Path, repository: str) -> dict:
     }
 
 
-def build_edition(edition: Edition, out: Path, assets: Assets, work: Path) -> list[str]:
+def build_edition(edition: Edition, out: Path, assets: Assets, work: Path, student: bool = False) -> list[str]:
     """Build one language's site into ``out``; returns Sphinx's warnings (none is expected)."""
     from sphinx.application import Sphinx
     from sphinx.util.console import nocolor
@@ -270,7 +303,7 @@ def build_edition(edition: Edition, out: Path, assets: Assets, work: Path) -> li
 
     source = (work / edition.html_lang / "source").resolve()
     static = (work / edition.html_lang / "static").resolve()
-    chapters = write_sources(edition, source)
+    chapters = write_sources(edition, source, student)
     if static.exists():
         shutil.rmtree(static)
     shutil.copytree(assets.mathjax, static / "mathjax")
@@ -285,8 +318,8 @@ def build_edition(edition: Edition, out: Path, assets: Assets, work: Path) -> li
                  confoverrides=sphinx_config(edition, static, repository_url()), status=None, warning=warnings,
                  freshenv=True)
     app.build()
-    for path in chapters:  # the download button gives the reader edition's notebook as it is
-        shutil.copy2(path, html_dir / "_sources" / path.name)
+    for path in chapters:  # the download button gives the reader edition's notebook as it is (student: the book's)
+        shutil.copy2(source / path.name if student else path, html_dir / "_sources" / path.name)
     out.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(html_dir, out)
     return [line for line in warnings.getvalue().splitlines() if line.strip()]
@@ -331,10 +364,12 @@ def site_problems(site: Path) -> list[str]:
     return problems
 
 
-def build(out: Path, vendor: Path, languages: list[str] | None = None, solved: bool = False) -> list[Path]:
+def build(out: Path, vendor: Path, languages: list[str] | None = None, solved: bool = False,
+          student_build: bool = False) -> list[Path]:
     """Build the book of each language (default: all) into ``out/<lang>/`` and ``out/index.html``.
 
     ``solved``: the instructor edition (notebooks/, zh-CN/notebooks/) instead of the reader edition.
+    ``student_build``: the reader edition without its collapsed solutions (``make student``), for a graded course.
 
     Raises RuntimeError when Sphinx warned or a page would not work offline. Returns the home pages.
     """
@@ -342,12 +377,14 @@ def build(out: Path, vendor: Path, languages: list[str] | None = None, solved: b
     out = Path(out)
     work = out.parent / f"{out.name}-work"  # the book's copies of the chapters, static files and doctrees
     homes, problems = [], []
-    editions = [instructor(EDITIONS[code]) if solved else EDITIONS[code] for code in languages or list(EDITIONS)]
+    editions = [instructor(EDITIONS[code]) if solved else student(EDITIONS[code]) if student_build else EDITIONS[code]
+                for code in languages or list(EDITIONS)]
     # Each language in a fresh process: docutils' registry of nodes and directives is global, and a second Sphinx
     # application in the same process warns about every one of them. The two run side by side where there are cores.
     workers = max(1, min(len(editions), os.cpu_count() or 1))
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        runs = [(edition, pool.submit(build_edition, edition, out / edition.html_lang, assets, work))
+        runs = [(edition, pool.submit(build_edition, edition, out / edition.html_lang, assets, work,
+                                              edition.student))
                 for edition in editions]
         for edition, run in runs:
             site = out / edition.html_lang

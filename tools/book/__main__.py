@@ -17,10 +17,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="build only this language (again for several; default: all)")
     parser.add_argument("--solved", action="store_true",
                         help="the instructor edition (notebooks/, zh-CN/notebooks/) instead of the reader edition")
+    parser.add_argument("--student", action="store_true",
+                        help="the reader edition without its collapsed solutions, for a course that grades them")
     args = parser.parse_args(argv)
+    if args.solved and args.student:
+        parser.error("--solved and --student exclude each other")
     start = time.monotonic()
     try:
-        homes = build(args.out, args.assets, args.language, solved=args.solved)
+        homes = build(args.out, args.assets, args.language, solved=args.solved, student_build=args.student)
     except (FileNotFoundError, RuntimeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -239,6 +239,25 @@ def slides_exporter() -> SlidesExporter:
     return exporter
 
 
+def deck_exporter() -> SlidesExporter:
+    """The exporter of the lecture decks (templates/offline_deck): numbered slides, fitted by tools/lecture/deck.py."""
+    exporter = SlidesExporter(template_name="offline_deck", reveal_url_prefix=REVEAL_URL_PREFIX,
+                              reveal_scroll=False, exclude_input_prompt=True, exclude_output_prompt=True,
+                              **TEMPLATE_OPTIONS)
+    exporter.register_preprocessor(StaticWidgets(), enabled=True)
+    exporter.register_preprocessor(HideTestMarkers(), enabled=True)
+    return exporter
+
+
+def render_deck(nb: nbformat.NotebookNode, name: str) -> str:
+    """The chapter's lecture deck (HTML text): the cells it selects, fitted to the slides, no solution shown."""
+    from tools.lecture.deck import deck_notebook
+
+    deck = deck_notebook(nb)
+    body, _ = deck_exporter().from_notebook_node(deck, resources={"metadata": {"name": chapter_title(nb, name)}})
+    return _with_language(body, nb)
+
+
 def render_slides(nb: nbformat.NotebookNode, name: str) -> str:
     """One chapter as reveal.js slides (HTML text) that load reveal.js and MathJax from ``_static/``."""
     if not has_slide_metadata(nb):
@@ -368,23 +387,51 @@ a {{ text-decoration: none; }}
 # The index page's heading and introduction in each page language
 INDEX_TEXT = {
     "en": ("Multi-head attention: lecture slides",
-           "One slide deck per chapter. Arrow keys move, Esc shows the overview, F is full screen."),
-    "zh-CN": ("多头注意力：课堂幻灯片", "每章一套幻灯片。方向键翻页，Esc 显示总览，F 全屏。"),
+           "One lecture deck per chapter, and the whole chapter as a handout. Arrow keys move, Esc shows the "
+           "overview, F is full screen, S opens the speaker notes."),
+    "zh-CN": ("多头注意力：课堂幻灯片",
+              "每章一套课堂幻灯片，另有整章讲义。方向键翻页，Esc 显示总览，F 全屏，S 打开演讲者备注。"),
 }
 
 
-def render_index(entries: Sequence[tuple[str, str]], heading: str, intro: str, language: str = "en") -> str:
-    """An index page linking ``(title, href)`` entries in the given order (chapter 00 first)."""
-    items = "\n".join(f'<li><a href="{html.escape(href)}">{html.escape(title)}</a></li>' for title, href in entries)
-    return INDEX_PAGE.format(heading=html.escape(heading), intro=html.escape(intro), items=items, language=language)
+def render_index(entries: Sequence[tuple[str, ...]], heading: str, intro: str, language: str = "en") -> str:
+    """An index page linking ``(title, href, ...)`` entries in the given order (chapter 00 first); further
+    ``(label, href)`` pairs in an entry become further links on its line (the handout)."""
+    items = []
+    for title, href, *more in entries:
+        extra = "".join(f' · <a href="{html.escape(more[i + 1])}">{html.escape(more[i])}</a>'
+                        for i in range(0, len(more), 2))
+        items.append(f'<li><a href="{html.escape(href)}">{html.escape(title)}</a>{extra}</li>')
+    return INDEX_PAGE.format(heading=html.escape(heading), intro=html.escape(intro), items="\n".join(items),
+                             language=language)
 
 
-def build(notebooks: Sequence[Path], out_dir: Path, vendor: Path | None) -> list[Path]:
-    """Write one slide deck per notebook plus ``index.html`` into ``out_dir``.
+HANDOUT_LABEL = {"en": "handout (the whole chapter)", "zh-CN": "讲义（整章）"}
+HANDOUTS = ("solved", "student", "none")
+
+
+def student_handout(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
+    """The whole chapter without solutions (tools.editions.student_notebook), with slide metadata of its own."""
+    from tools.editions import chapter_prefix, student_notebook
+
+    language = "zh_CN" if notebook_language(nb) == "zh-CN" else "en"
+    student = student_notebook(nb, chapter_prefix(path), language)
+    for cell in student.cells:
+        cell.metadata.pop("slideshow", None)
+    apply_slide_metadata(student)
+    return student
+
+
+def build(notebooks: Sequence[Path], out_dir: Path, vendor: Path | None, handout: str = "solved") -> list[Path]:
+    """Write each chapter's lecture deck ``NN_name.slides.html`` (tools/lecture/deck.py: the cells the chapter
+    selects, no solution shown), its handout ``NN_name.handout.html`` (the whole notebook, cell by cell:
+    ``handout="solved"`` as it is, ``"student"`` without solutions, ``"none"``: no handout) and ``index.html``.
 
     With ``vendor`` (the folder requirements-assets.txt was installed into) the assets are copied next to
-    the slides and every deck is checked to load only files that exist there; raises RuntimeError if not.
+    the slides and every page is checked to load only files that exist there; raises RuntimeError if not.
     """
+    if handout not in HANDOUTS:
+        raise ValueError(f"handout: expected one of {HANDOUTS}, got {handout!r}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if vendor is not None:
@@ -392,13 +439,20 @@ def build(notebooks: Sequence[Path], out_dir: Path, vendor: Path | None) -> list
     entries, written, problems, languages = [], [], [], set()
     for path in sorted(Path(p) for p in notebooks):
         nb = nbformat.read(path, as_version=4)
-        languages.add(notebook_language(nb))
-        page = render_slides(nb, path.stem)
-        target = out_dir / f"{path.stem}.slides.html"
-        target.write_text(page, encoding="utf-8")
-        written.append(target)
-        entries.append((chapter_title(nb, path.stem), target.name))
-        problems += [f"{target.name}: {p}" for p in offline_problems(page, out_dir if vendor else None)]
+        language = notebook_language(nb)
+        languages.add(language)
+        pages = {f"{path.stem}.slides.html": render_deck(nb, path.stem)}
+        if handout != "none":
+            shown = student_handout(nb, path) if handout == "student" else nb
+            pages[f"{path.stem}.handout.html"] = render_slides(shown, path.stem)
+        for name, page in pages.items():
+            (out_dir / name).write_text(page, encoding="utf-8")
+            written.append(out_dir / name)
+            problems += [f"{name}: {p}" for p in offline_problems(page, out_dir if vendor else None)]
+        entry = [chapter_title(nb, path.stem), f"{path.stem}.slides.html"]
+        if handout != "none":
+            entry += [HANDOUT_LABEL[language], f"{path.stem}.handout.html"]
+        entries.append(tuple(entry))
     language = languages.pop() if len(languages) == 1 else "en"
     heading, intro = INDEX_TEXT[language]
     index = out_dir / "index.html"

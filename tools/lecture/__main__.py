@@ -17,6 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     slides.add_argument("--out", type=Path, required=True, help="output folder, e.g. build/slides")
     slides.add_argument("--assets", type=Path, required=True,
                         help="where tools/lecture/requirements-assets.txt was installed (pip --target)")
+    slides.add_argument("--handout", choices=["solved", "student", "none"], default="solved",
+                        help="the whole chapter beside each deck: solved (lecturers), student (no solutions), none")
     args = parser.parse_args(argv)
     if args.command == "metadata":
         changed = write_slide_metadata(args.notebooks)
@@ -25,11 +27,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {path}")
         return 0
     try:
-        written = build(args.notebooks, args.out, args.assets)
-    except (FileNotFoundError, RuntimeError) as error:
+        written = build(args.notebooks, args.out, args.assets, handout=args.handout)
+    except (FileNotFoundError, RuntimeError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    print(f"{args.command}: {len(written) - 1} chapters and index.html in {args.out}/ (open {written[-1]})")
+    print(f"{args.command}: {len(written) - 1} pages and index.html in {args.out}/ (open {written[-1]})")
     return 0
 
 

@@ -1,0 +1,121 @@
+"""Every lecture deck of both languages, slide by slide, in headless Chromium: nothing taller or wider than the
+960 x 700 slide, slide numbers shown, the notebook's speaker notes present, at most 30 slides, no solution."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tools.editions import SOLUTION_MARKERS, code_part, solution_lines
+from tools.lecture.deck import MAX_SLIDES, in_deck, speaker_notes
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILDS = {"en": (ROOT / "build" / "slides", ROOT / "notebooks"),
+          "zh-CN": (ROOT / "build" / "slides-zh", ROOT / "zh-CN" / "notebooks")}
+WIDTH, HEIGHT = 960, 700
+SCREENSHOTS = ROOT / "build" / "screenshots" / "slides"
+
+CASES = [(language, path) for language, (_, folder) in BUILDS.items()
+         for path in sorted(folder.glob("[0-9][0-9]_*.ipynb"))]
+
+# What one slide measures: its content's extent (scaled back to slide pixels) and every element that scrolls sideways.
+MEASURE = """() => {
+  const slide = Reveal.getCurrentSlide();
+  const scale = Reveal.getScale();
+  const box = slide.getBoundingClientRect();
+  let bottom = 0, right = 0;
+  slide.querySelectorAll("*").forEach(e => {
+    if (e.closest("aside.notes") || (e.parentElement && e.parentElement.closest(".MathJax_Display"))) return;
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) {
+      bottom = Math.max(bottom, (r.bottom - box.top) / scale);
+      right = Math.max(right, (r.right - box.left) / scale);
+    }
+  });
+  const wide = [];
+  slide.querySelectorAll("pre, div, table").forEach(e => {
+    if (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== "visible")
+      wide.push(e.tagName + " " + e.scrollWidth + " > " + e.clientWidth + ": " + e.innerText.slice(0, 60));
+    else if (e.tagName === "PRE" && e.scrollWidth > e.clientWidth + 1)
+      wide.push("PRE " + e.scrollWidth + " > " + e.clientWidth + ": " + e.innerText.slice(0, 60));
+  });
+  const number = document.querySelector(".slide-number");
+  return {bottom: Math.round(bottom), right: Math.round(right), scrollHeight: slide.scrollHeight,
+          height: slide.offsetHeight, wide: wide, notes: slide.querySelectorAll("aside.notes").length,
+          number: number && getComputedStyle(number).display !== "none" ? number.innerText.replace(/\\s+/g, "") : "",
+          text: slide.innerText.slice(0, 70)};
+}"""
+
+
+def deck_path(language: str, notebook: Path) -> Path:
+    path = BUILDS[language][0] / f"{notebook.stem}.slides.html"
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: build the decks first (`make slides slides-zh`, or `make test-slides`)")
+    return path
+
+
+def page_text(page: str) -> str:
+    """The text of an HTML page (tags dropped, entities decoded, spaces collapsed), as a search sees the code."""
+    text = re.sub(r"<[^>]+>", "", page)
+    return re.sub(r"[ \t]+", " ", html.unescape(text))
+
+
+def solutions_in(text: str, nb: nbformat.NotebookNode, language: str) -> list[str]:
+    """The solution markers and solution lines of ``nb`` that occur in ``text``."""
+    found = [marker for marker in SOLUTION_MARKERS if marker in text]
+    for line in solution_lines(nb, "zh_CN" if language == "zh-CN" else "en"):
+        code = code_part(line)
+        if len(code) >= 12 and code in text:
+            found.append(line)
+    return found
+
+
+@pytest.mark.parametrize(("language", "notebook"), CASES, ids=[f"{lang}-{p.stem[:2]}" for lang, p in CASES])
+def test_every_slide_fits_is_numbered_and_carries_its_notes(browser, language, notebook):  # noqa: F811
+    nb = nbformat.read(notebook, as_version=4)
+    assert any(in_deck(cell) for cell in nb.cells), (
+        f"{notebook.name} selects no cell for its lecture deck: give the deck's cells the cell metadata "
+        "{\"lecture\": {}} (docs/maintaining.md, \"Lecture decks\")")
+    path = deck_path(language, notebook)
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+        total = page.evaluate("Reveal.getTotalSlides()")
+        assert 1 <= total <= MAX_SLIDES, f"{path.name}: {total} slides, at most {MAX_SLIDES} for one lecture"
+        problems, notes = [], 0
+        for number in range(total):
+            page.evaluate(f"Reveal.slide({number})")
+            # MathJax has typeset the slide and the deck's script has fitted it (templates/offline_deck)
+            page.wait_for_function(f"() => document.body.dataset.fitted === '{number}'", timeout=15_000)
+            page.wait_for_timeout(50)
+            shown = page.evaluate(MEASURE)
+            where = f"{path.name} slide {number + 1} ({shown['text'][:40]!r})"
+            if shown["bottom"] > HEIGHT or shown["scrollHeight"] > shown["height"]:
+                problems.append(f"{where}: {max(shown['bottom'], shown['scrollHeight'])} px tall, the slide {HEIGHT}")
+            if shown["right"] > WIDTH:
+                problems.append(f"{where}: {shown['right']} px wide, the slide {WIDTH}")
+            problems += [f"{where}: scrolls sideways: {wide}" for wide in shown["wide"]]
+            if shown["number"] != f"{number + 1}/{total}":
+                problems.append(f"{where}: slide number {shown['number']!r}, expected {number + 1}/{total}")
+            notes += shown["notes"]
+            if problems and len(problems) < 4:
+                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SCREENSHOTS / f"{language}-{notebook.stem}-{number + 1}.png"))
+        assert problems == [], "\n".join(problems)
+        expected = sum(bool(speaker_notes(cell)) for cell in nb.cells if in_deck(cell))
+        assert notes == expected, f"{path.name}: {notes} slides with speaker notes, the notebook gives {expected}"
+        assert expected >= 1, f"{notebook.name}: no speaker notes (cell metadata lecture.notes) in its deck"
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize(("language", "notebook"), CASES, ids=[f"{lang}-{p.stem[:2]}" for lang, p in CASES])
+def test_no_deck_shows_a_solution(language, notebook):
+    nb = nbformat.read(notebook, as_version=4)
+    page = deck_path(language, notebook).read_text(encoding="utf-8")
+    assert solutions_in(page_text(page), nb, language) == []
