@@ -122,7 +122,7 @@ def provenance() -> dict:
             "python": platform.python_version(), "platform": platform.platform(), "cpu": cpuinfo_model(),
             "logical_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
             "command": "python -m tools.chapter_times measure",
-            "per_chapter_command": "jupyter " + " ".join(EXECUTE[3:]) + " --output-dir TMP notebooks/NN_name.ipynb",
+            "per_chapter_command": "jupyter " + " ".join(EXECUTE[2:]) + " --output-dir TMP notebooks/NN_name.ipynb",
             "measures": {"wall_s": "wall-clock seconds of the per-chapter command (kernel start included)",
                          "cpu_s": "user + system CPU seconds of that command and its kernel, all threads",
                          "peak_rss_mib": "peak resident memory of its largest process (the kernel), MiB"}}
