@@ -17,7 +17,7 @@ from .masks import attention_mask, causal_mask, sequence_mask, valid_lens_mask
 from .modules import AdditiveAttention, DotProductAttention, GeneralMultiHeadAttention, MultiHeadAttention
 from .utils import cpu_threads, pick_device, set_seed, to_torch_mha
 
-__version__ = "0.1.0"
+__version__ = "2026.11.0"  # as pyproject.toml and the newest release in CHANGELOG.md (tests/test_versions.py)
 
 
 def __getattr__(name: str) -> object:

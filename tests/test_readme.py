@@ -66,7 +66,8 @@ def relative_links(path: Path) -> list[str]:
 
 def test_the_pages_exist():
     names = {path.relative_to(ROOT).as_posix() for path in PAGES}
-    for page in ("platforms", "online", "library", "d2l", "teaching", "maintaining"):
+    for page in ("platforms", "online", "library", "d2l", "teaching", "maintaining", "lecturer-kit", "ta-sheet",
+                 "more-to-try-answers"):
         assert {f"docs/{page}.md", f"docs/{page}.zh-CN.md"} <= names, page
 
 
