@@ -36,13 +36,13 @@ class OwnerCheckedCollect(ExchangeCollect):
     def _sort_by_timestamp(self, records):
         # nbgrader takes the first of these, the newest: the newest that the named student made, if any
         made_by_student = [record for record in records if record["owner"] == record["username"]]
-        return super()._sort_by_timestamp(made_by_student or records)
-
-    def copy_files(self):
-        for record in self.src_records:
+        for record in records:
             if record["owner"] != record["username"]:
                 self.log.error("Skipping %s: it names %s, but %s submitted it", record["filename"],
                                record["username"], record["owner"])
+        return super()._sort_by_timestamp(made_by_student or records)
+
+    def copy_files(self):
         self.src_records = [record for record in self.src_records if record["owner"] == record["username"]]
         super().copy_files()
 
