@@ -5,18 +5,37 @@
 The course ($STATE/course, written by `make assignments COURSE=$STATE/course`) must exist. Each start makes new
 passwords for the instructor and the students and prints them here, once; they live only in the hub's
 environment, never in a file. Ctrl+C stops the hub, its proxy, the formgrader and every user's server.
+
+Run as root, it first creates a system account for each hub user that lacks one (useradd: no login shell, no
+password, no home of its own; the hub gives each a home in $STATE/home), so that each user's server runs as its
+own account (hub/jupyterhub_config.py). `userdel NAME` removes one.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import pwd
 import secrets
+import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+USERS = ["instructor", "student1", "student2", "student3"]  # as hub/jupyterhub_config.py lets them in
+
+
+def ensure_accounts(names: list[str]) -> list[str]:
+    """Create a system account (and its own group) for each name that has none; returns the names created."""
+    existing = {entry.pw_name for entry in pwd.getpwall()}
+    created = []
+    for name in names:
+        if name not in existing:
+            subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+                            "--shell", "/usr/sbin/nologin", "--comment", "mha-notebooks trial hub", name], check=True)
+            created.append(name)
+    return created
 
 
 def main(argv: list[str]) -> int:
@@ -31,6 +50,10 @@ def main(argv: list[str]) -> int:
         sys.exit("error: the proxy is not installed: run `make hub` (it runs npm ci in hub/)")
     for folder in ("home", "exchange"):
         (state / folder).mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        created = ensure_accounts(USERS)
+        if created:
+            print(f"Created system accounts: {', '.join(created)} (each user's server runs as its own account)")
 
     instructor_password = secrets.token_urlsafe(32)  # SharedPasswordAuthenticator asks for 32 characters at least
     student_password = secrets.token_urlsafe(12)

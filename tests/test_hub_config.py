@@ -91,3 +91,27 @@ def test_make_hub_and_its_test_are_wired():
         assert re.search(rf"^{target}:", makefile, flags=re.MULTILINE), f"make {target} is missing"
     script = (ROOT / ".ci" / "run").read_text()
     assert script.index("make test-browser") < script.index("make test-hub")
+
+
+def gigabytes(size: str) -> float:
+    """The chart's sizes: '2G' (10^9 bytes) or '2Gi' (2^30 bytes), in GB."""
+    number, unit = re.fullmatch(r"([\d.]+)(G|Gi|M|Mi)", size).groups()
+    return float(number) * {"G": 1, "Gi": 2**30 / 1e9, "M": 1e-3, "Mi": 2**20 / 1e9}[unit]
+
+
+def test_the_kubernetes_values_hold_the_measured_sizes():
+    """Per-user memory fits the largest chapter's kernel with the server (hub/sizing.json), the culler is on."""
+    sizing = json.loads((HUB / "sizing.json").read_text())
+    assert sizing["made_by"] == "python hub/measure_sizing.py" and len(sizing["chapters"]) == 12
+    peak_gb = (max(row["kernel_peak_mib"] for row in sizing["chapters"]) + sizing["lab_server_idle_mib"]) * 2**20 / 1e9
+    values = yaml.safe_load((HUB / "z2jh" / "values.yaml").read_text())
+    memory = values["singleuser"]["memory"]
+    assert peak_gb <= gigabytes(memory["guarantee"]) <= gigabytes(memory["limit"])
+    assert gigabytes(memory["limit"]) >= 2 * peak_gb - sizing["lab_server_idle_mib"] * 2**20 / 1e9  # two notebooks
+    cpu = values["singleuser"]["cpu"]
+    assert 0 < cpu["guarantee"] <= cpu["limit"]
+    assert values["singleuser"]["extraEnv"]["OMP_NUM_THREADS"] == str(cpu["limit"])
+    assert values["cull"]["enabled"] and values["cull"]["timeout"] <= 3600
+    text = (HUB / "z2jh" / "values.yaml").read_text() + (ROOT / "docs" / "teaching.md").read_text()
+    low, high = (f(row["kernel_peak_mib"] for row in sizing["chapters"]) for f in (min, max))
+    assert f"{low} to {high} MiB" in text.replace("\n  ", " ").replace("\n# ", " ")

@@ -157,7 +157,7 @@ def test_environment_python_satisfies_requires_python():
 def test_environment_installs_the_checkout_from_the_lock_with_the_cpu_build_of_torch():
     # conda writes these lines to a requirements file next to environment.yml and runs `pip install -r` on it;
     # with the CPU index beside PyPI, pip prefers torch==X+cpu, which also meets the lock's torch==X.
-    assert pip_lines() == [f"--extra-index-url {CPU_INDEX}", "--constraint requirements.lock", "-e .[dev]"]
+    assert pip_lines() == [f"--extra-index-url {CPU_INDEX}", "--constraint requirements.lock", ".[dev]"]
 
 
 def test_environment_takes_conda_packages_from_conda_forge_only():

@@ -4,10 +4,18 @@ Every step is a REST call of one user with that user's own token, through the hu
 to the nbgrader extensions of the user's JupyterLab (Assignments: fetch, submit) or to the formgrader, a hub
 service only the instructor may open (release, collect, autograde, the gradebook's submissions). The files move
 through nbgrader's exchange. Then a student signs in with the browser and opens the fetched assignment.
+
+The users' servers and the formgrader run the collection as the course's image installs it (a wheel in a venv
+outside the checkout), and a chapter runs from an empty home folder there. Run as root, each user's server runs as
+that user's system account: one student can neither list nor open another's submission, and a submission made
+under another student's name is never collected.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import urlencode
@@ -15,7 +23,7 @@ from urllib.parse import urlencode
 import nbformat
 import psutil
 import pytest
-from conftest import CHAPTER, ROOT, Hub
+from conftest import ACCOUNTS, CHAPTER, ROOT, Hub
 
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
@@ -48,6 +56,20 @@ def released(hub: Hub) -> Hub:
     answer = hub.ok("POST", f"{FORMGRADER}/assignment/{ASSIGNMENT}/release", "instructor")
     assert answer["success"], answer["log"]
     return hub
+
+
+def as_user(hub: Hub, user: str, code: str, cwd: Path | None = None, timeout: int = 600) -> str:
+    """Run Python ``code`` in the users' environment as ``user`` would in a terminal of their own JupyterLab: as the
+    user's system account (root only), with the server's environment; returns what it printed."""
+    home = hub.state / "home" / user
+    env = {"HOME": str(home), "USER": user, "JUPYTERHUB_USER": user, "PATH": os.environ["PATH"],
+           "JUPYTER_CONFIG_PATH": str(ROOT / "hub" / "jupyter" / "student"),
+           "MHA_HUB_EXCHANGE": str(hub.state / "exchange")}
+    account = {"user": user, "group": user, "extra_groups": []} if ACCOUNTS else {}
+    done = subprocess.run([str(hub.users_env / "bin" / "python"), "-c", code], cwd=cwd or home, env=env,
+                          capture_output=True, text=True, timeout=timeout, **account)
+    assert done.returncode == 0, f"as {user}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
 
 
 def fetch(hub: Hub, student: str) -> None:
@@ -103,6 +125,7 @@ def test_release_fetch_submit_collect_autograde(released: Hub):
 
     answer = hub.ok("POST", f"{FORMGRADER}/assignment/{ASSIGNMENT}/collect", "instructor")
     assert answer["success"], answer["log"]
+    assert "Skipping" not in answer["log"]  # each submission was made by the student it names
     for student in answers:
         answer = hub.ok("POST", f"{FORMGRADER}/submission/{ASSIGNMENT}/{student}/autograde", "instructor")
         assert answer["success"], answer["log"]
@@ -115,6 +138,84 @@ def test_release_fetch_submit_collect_autograde(released: Hub):
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{hub.state / 'course' / 'gradebook.db'}") as gradebook:
         assert {s: gradebook.find_submission(ASSIGNMENT, s).score for s in answers} == {"student1": 3, "student2": 2}
+
+
+# --- the installed collection, and private submissions -------------------------------------------------------------
+
+WHERE = "import sys, mha_lib; print(sys.executable); print(mha_lib.__file__)"
+
+
+def test_users_run_the_collection_as_installed_in_the_image(released: Hub):
+    """Servers and formgrader run in the image's environment; a chapter runs there from an empty home folder."""
+    hub = released
+    hub.start_server("student1")
+    processes = psutil.Process(hub.process.pid).children(recursive=True)
+    servers = [p for p in processes if "jupyterhub.singleuser" in p.cmdline()]
+    assert len(servers) >= 2  # student1's and the formgrader
+    assert all(Path(p.cmdline()[0]).is_relative_to(hub.users_env) for p in servers)
+    if ACCOUNTS:
+        owners = {p.environ().get("JUPYTERHUB_SERVICE_NAME") or p.username() for p in servers}
+        assert {"student1", COURSE} <= owners
+
+    empty = hub.state / "home" / "student1" / "chapter-04"
+    empty.mkdir()
+    if ACCOUNTS:
+        shutil.chown(empty, "student1", "student1")
+    chapter = ROOT / "chapters" / "04_multi_head_attention.ipynb"
+    script = ("import nbclient, nbformat, sys; nb = nbformat.read(sys.argv[1], as_version=4); "
+              "nb.cells.append(nbformat.v4.new_code_cell(sys.argv[2])); "
+              "nbclient.NotebookClient(nb, timeout=300, kernel_name='python3').execute(); "
+              "print(nb.cells[-1].outputs[0]['text'], end='')")
+    out = as_user(hub, "student1", f"import sys; sys.argv = ['-', {str(chapter)!r}, {WHERE!r}]; {script}", cwd=empty)
+    executable, module = out.splitlines()
+    assert Path(executable).is_relative_to(hub.users_env), "the kernel runs in the image's environment"
+    assert Path(module).is_relative_to(hub.users_env), "mha_lib comes from the installed wheel, not the checkout"
+    assert os.listdir(empty) == [], "the chapter wrote nothing into the student's folder"
+
+
+@pytest.mark.skipif(not ACCOUNTS, reason="each student has a system account only when the hub runs as root")
+def test_a_student_cannot_see_another_students_work(released: Hub):
+    """student2 cannot list the exchange's inbound folder, nor open student1's home, nor the course folder."""
+    hub = released
+    inbound = hub.state / "exchange" / COURSE / "inbound"
+    assert any(name.startswith("student1+") for name in os.listdir(inbound)), "student1 has submitted"
+    probe = f"""
+import os
+for path in [{str(inbound)!r}, {str(hub.state / "home" / "student1")!r}, {str(hub.state / "course")!r},
+             {str(hub.state / "jupyterhub.sqlite")!r}]:
+    try:
+        os.listdir(path) if os.path.isdir(path) else open(path).read()
+        print("opened", path)
+    except PermissionError:
+        print("refused", path)
+"""
+    lines = as_user(hub, "student2", probe).splitlines()
+    assert len(lines) == 4 and all(line.startswith("refused ") for line in lines), lines
+
+
+@pytest.mark.skipif(not ACCOUNTS, reason="each student has a system account only when the hub runs as root")
+def test_a_submission_under_another_students_name_is_not_collected(released: Hub):
+    """student2 submits an unanswered ch08 as student1; the formgrader's collect skips it, student1 keeps 3 of 3."""
+    hub = released
+    submitted = hub.state / "course" / "submitted" / "student1" / ASSIGNMENT
+    assert (submitted / "timestamp.txt").exists(), "student1's own submission was collected"
+    genuine = (submitted / "timestamp.txt").read_text()
+    command = ["nbgrader", "submit", ASSIGNMENT, "--CourseDirectory.student_id=student1"]  # in student2's home
+    as_user(hub, "student2", f"import runpy, sys; sys.argv = {command!r}; "
+                             "runpy.run_module('nbgrader', run_name='__main__')")
+    inbound = hub.state / "exchange" / COURSE / "inbound"
+    forged = [path for path in inbound.iterdir() if path.name.startswith("student1+")
+              and path.owner() == "student2"]
+    assert len(forged) == 1, "nbgrader let student2 put student1's name on a submission"
+
+    answer = hub.ok("POST", f"{FORMGRADER}/assignment/{ASSIGNMENT}/collect", "instructor")
+    assert answer["success"], answer["log"]
+    assert f"Skipping {forged[0].name}: it names student1, but student2 submitted it" in answer["log"]
+    assert (submitted / "timestamp.txt").read_text() == genuine
+    answer = hub.ok("POST", f"{FORMGRADER}/submission/{ASSIGNMENT}/student1/autograde", "instructor")
+    assert answer["success"], answer["log"]
+    scores = {s["student"]: s["score"] for s in hub.ok("GET", f"{FORMGRADER}/submissions/{ASSIGNMENT}", "instructor")}
+    assert scores["student1"] == 3
 
 
 # --- a student in the browser -------------------------------------------------------------------------------------
@@ -135,6 +236,9 @@ def test_student_opens_the_fetched_assignment_unsolved(released: Hub, chromium_e
     for name, text in LAB_SETTINGS.items():
         (settings / name).parent.mkdir(parents=True, exist_ok=True)
         (settings / name).write_text(text)
+    if ACCOUNTS:  # written by root here: the student's own, as if the student had changed them
+        for path in [hub.state / "home" / student, *(hub.state / "home" / student).rglob("*")]:
+            shutil.chown(path, student, student)
     fetch(hub, student)
     cells = nbformat.read(hub.state / "home" / student / NOTEBOOK, as_version=4).cells
     answer_cells = [i for i, c in enumerate(cells) if c.metadata.get("nbgrader", {}).get("solution")]
