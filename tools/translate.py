@@ -5,7 +5,8 @@
     python -m tools.translate build [LANG]    # write the translated notebooks (zh-CN/notebooks/), outputs cleared
     python -m tools.translate update-lib [LANG]  # refresh mha_lib's message catalogue and compile it (.mo)
 
-The translated edition has the English notebook's code cells, unchanged but for the Colab install cell (the
+The translated edition has the English notebook's code cells, the same code with their comments and docstrings
+translated (tools/code_text.py finds them with Python's tokenizer), but for the Colab install cell (the
 language's own, from tools/colab.py), and one more code cell after it, tagged ``language``, that switches
 mha_lib's printed messages to the language. ``make
 zh`` builds it and executes it; ``tests/test_translations.py`` fails when a committed translated notebook is
@@ -18,7 +19,12 @@ update keeps that entry's translation as a draft, marked ``fuzzy`` with the prev
 (``#| msgid``), so a translator sees exactly what changed; ``check`` fails until a person has revised it and
 removed the mark. Blocks without words (a lone formula) are not translated; a formula that writes words as
 ``\\text{...}`` (``$$\\text{score bytes} = \\dots$$``) is a block like prose, whose translation changes the words
-inside the formula (``\\text{分数字节数}``). Poedit, Lokalize or any text editor can edit the catalogues.
+inside the formula (``\\text{分数字节数}``). A code cell's comments and docstrings are entries of the same
+catalogue, after the chapter's markdown: a run of comment lines is one entry (its lines joined by newlines, without
+the ``#``; the translation may have more or fewer lines), a comment after code on its line another, a docstring
+another; markers (``# NBVAL_IGNORE_OUTPUT``, ``# noqa``, nbgrader's ``### BEGIN SOLUTION``) and ``%magic`` lines
+are never entries. The entry's ``#.`` note says which kind it is and whether it is in an exercise's answer cell,
+the cell a reader types into. Poedit, Lokalize or any text editor can edit the catalogues.
 
 mha_lib's own messages (the checkers' verdicts and hints, table headers, widget labels, figure text) are marked
 in the source as ``_("English")``, ``N_("English")`` or ``figure_text("English")`` (see mha_lib/i18n.py).
@@ -41,8 +47,8 @@ from pathlib import Path
 import nbformat
 import polib
 
-from tools import colab
-from tools.editions import keep_outputs
+from tools import code_text, colab
+from tools.editions import is_solution, keep_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "notebooks"
@@ -92,13 +98,31 @@ def needs_translation(block: str) -> bool:
 
 
 def chapter_blocks(notebook: Path) -> list[tuple[str, str]]:
-    """(where, English block) for every block of the chapter's markdown cells that needs translation."""
+    """(where, English text) for every block of the chapter's markdown cells that needs translation, then every
+    comment and docstring of its code cells (:func:`code_texts`)."""
     nb = nbformat.read(notebook, as_version=4)
     found = []
     for index, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown":
             found += [(f"{notebook.name}:{index}", block) for block in split_blocks(cell.source)
                       if needs_translation(block)]
+    return found + [(where, text) for where, text, _note in code_texts(notebook)]
+
+
+CODE_NOTES = {"comment": "code comment", "inline": "comment after code", "docstring": "docstring"}
+
+
+def code_texts(notebook: Path) -> list[tuple[str, str, str]]:
+    """(where, English text, note) for every comment and docstring of the chapter's code cells (not the Colab
+    install cell, which is the language's own). The note says what the text is: ``code comment``, ``comment after
+    code`` or ``docstring``, with ``, answer cell`` in an exercise's answer cell (the stub keeps its comments)."""
+    nb = nbformat.read(notebook, as_version=4)
+    found = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and not colab.is_install_cell(cell):
+            answer = ", answer cell" if is_solution(cell) else ""
+            found += [(f"{notebook.name}:{index}", text.message, CODE_NOTES[text.kind] + answer)
+                      for text in code_text.texts(cell.source)]
     return found
 
 
@@ -136,7 +160,14 @@ def merge_catalogue(path: Path, messages: list[tuple[str, list[tuple[str, str]]]
 def update_catalogue(notebook: Path, path: Path, language: str) -> polib.POFile:
     """Write ``path`` for ``notebook``: the same translations where the English is unchanged, drafts where not."""
     blocks = [(block, [(where, "")]) for where, block in chapter_blocks(notebook)]
-    return merge_catalogue(path, blocks, {"Project-Id-Version": "mha-notebooks", "Language": language})
+    catalogue = merge_catalogue(path, blocks, {"Project-Id-Version": "mha-notebooks", "Language": language})
+    notes: dict[str, list[str]] = {}
+    for _where, text, note in code_texts(notebook):
+        notes.setdefault(text, []).append(note)
+    for entry in catalogue:
+        entry.comment = "; ".join(sorted(set(notes[entry.msgid]))) if entry.msgid in notes else ""
+    catalogue.save(str(path))
+    return catalogue
 
 
 def problems(catalogue: polib.POFile) -> list[str]:
@@ -159,9 +190,10 @@ def catalogue_path(notebook: Path, language: str) -> Path:
 
 
 def translate_notebook(notebook: Path, language: str) -> nbformat.NotebookNode:
-    """The chapter in ``language``: every markdown block translated, the code cells as they are, outputs cleared.
+    """The chapter in ``language``: every markdown block translated, the code cells' comments and docstrings
+    translated and their code as it is, outputs cleared.
 
-    Raises ValueError naming the first block whose translation is missing or stale.
+    Raises ValueError naming the first block, comment or docstring whose translation is missing or stale.
     """
     catalogue = polib.pofile(str(catalogue_path(notebook, language)))
     ready = {entry.msgid: entry.msgstr for entry in catalogue
@@ -177,6 +209,14 @@ def translate_notebook(notebook: Path, language: str) -> nbformat.NotebookNode:
             cell.source = "\n\n".join(ready.get(block, block) for block in blocks)
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            if colab.is_install_cell(cell):
+                continue
+            for text in code_text.texts(cell.source):
+                if text.message not in ready:
+                    raise ValueError(f"{notebook.name}: no translation into {language} of the {CODE_NOTES[text.kind]} "
+                                     f"{text.message[:80]!r}; run: python -m tools.translate update {language}, "
+                                     "then translate it")
+            cell.source = code_text.translate(cell.source, ready)
     install = next(index for index, cell in enumerate(nb.cells) if colab.is_install_cell(cell))
     nb.cells[install].source = colab.INSTALL_CELLS[language]  # on Colab it also installs a CJK font
     switch = nbformat.v4.new_code_cell(LANGUAGE_CELL[language], id=LANGUAGE_TAG,
