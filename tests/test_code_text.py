@@ -25,8 +25,10 @@ def f(x):
     return 2 * x  # twice
     ### END SOLUTION
 '''
-CHINESE = {"split the features into heads,\nthen fold the heads into the batch axis": "把特征拆分到各个头，\n再把头折叠进批量轴",
-           "(batch, features)": "(batch, features)", "Return x doubled.\n\nA second paragraph.": "返回 x 的两倍。\n\n第二段。",
+CHINESE = {"split the features into heads,\nthen fold the heads into the batch axis":
+           "把特征拆分到各个头，\n再把头折叠进批量轴",
+           "(batch, features)": "(batch, features)",
+           "Return x doubled.\n\nA second paragraph.": "返回 x 的两倍。\n\n第二段。",
            "twice": "两倍"}
 
 

@@ -175,8 +175,10 @@ def test_a_translated_comment_builds_and_a_missing_one_stops_the_build(tmp_path,
     catalogue = translate.update_catalogue(chapter, catalogue_file, "zh_CN")
     notes = {entry.msgid: entry.comment for entry in catalogue}
     assert notes == {"# 99 · Demo": "", "split the features\ninto heads": "code comment",
-                     "(batch, heads)": "comment after code", "Return one.": "docstring", "the answer": "comment after code"}
-    for entry, text in zip(catalogue, ["# 99 · 演示", "把特征\n拆分到各个头", "(batch, heads)", "返回 1。"], strict=False):
+                     "(batch, heads)": "comment after code", "Return one.": "docstring",
+                     "the answer": "comment after code"}
+    translations = ["# 99 · 演示", "把特征\n拆分到各个头", "(batch, heads)", "返回 1。"]
+    for entry, text in zip(catalogue, translations, strict=False):
         entry.msgstr = text
     catalogue.save(str(catalogue_file))
     with pytest.raises(ValueError, match="no translation into zh_CN of the comment after code 'the answer'"):

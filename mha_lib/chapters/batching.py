@@ -413,7 +413,7 @@ def plot_devices(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]) -> 
             time_ax.plot(run.batch_sweep.batch_sizes, [t * 1e3 for t in run.batch_sweep.median_s["batched"]],
                          label=label, **style)
     time_ax.set(xscale="log", yscale="log", xlabel=figure_text("batch size (samples)"),
-                ylabel=figure_text("median time per call (ms)"), title=figure_text("Batched attention on each device"))
+                ylabel=figure_text("median time per call (ms)"), title=figure_text("Time against batch size"))
     time_ax.grid(True, alpha=0.3)
     if comparisons:
         speed_ax = axes[1]
