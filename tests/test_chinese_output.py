@@ -45,6 +45,7 @@ def test_at_most_a_tenth_of_the_printed_lines_carry_english():
 SVG = '<svg xmlns="http://www.w3.org/2000/svg"><text>键</text></svg>'
 
 
+@pytest.mark.filterwarnings("ignore:Glyph .* missing from font")  # read, not drawn: no CJK font needed here
 def test_the_text_of_a_figure_is_read_whether_drawn_as_text_or_as_glyph_outlines():
     """Issue 41, item 10: the chapters store glyphs as outlines (svg.fonttype "path"), so that a figure looks the
     same whatever fonts its viewer has; matplotlib writes each text as a comment before its outlines."""

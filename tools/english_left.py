@@ -24,19 +24,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 EDITION = ROOT / "zh-CN" / "chapters"
 CODE = re.compile(r"`[^`]*`"  # a code span
+                  r"|\$[^$]+\$"  # math in a figure's text: $n_{kv} = 6$, drawn by mathtext
                   r"|https?://\S+"  # an address
                   r"|[A-Za-z_][\w']*(?:\.\w+)+"  # a dotted name: torch.float32, X.view, d2l.masked_softmax
                   r"|\w*_\w*"  # a snake_case name: valid_lens, num_heads
                   r"|[A-Za-z]\w*(?=\()"  # a call: softmax(, tensor(, causal_mask(
                   r"|[A-Za-z]\w*(?==)"  # a keyword argument: dtype=, is_causal=
                   r"|\w*\d\w*"  # a word with a digit: float16, d2l, 1e9, 4x
-                  r"|\\[A-Za-z]+",  # a TeX command in a figure's math: \mathdefault, \sqrt
+                  r"|\\[A-Za-z]+",  # a TeX command outside $...$
                   flags=re.ASCII)  # \w: letters, digits and _, never a Chinese character
 MACHINE = re.compile(r"\b(?:Intel|AMD|Apple|Arm|NVIDIA)\b[^,;|，；（）]*")  # a processor's name: Intel(R) Xeon(R) ...
 WORD = re.compile(r"[A-Za-z]{2,}")
 KEPT = {  # words that Chinese text keeps as they are
     "True", "False", "None", "nan", "inf", "tensor", "dtype", "torch", "device", "cpu", "cuda", "mps", "meta", "grad",
-    "softmax", "logsumexp", "einsum", "ms", "us", "ns", "Tensor",
+    "softmax", "logsumexp", "einsum", "ms", "us", "ns", "Hz", "GHz", "Tensor",  # units: 时钟频率（Hz）
     "Transformer", "Llama", "Mistral", "Falcon", "Qwen", "Gemma",  # names of models
     "def", "return", "raise", "import", "lambda", "int", "float", "bool", "str",  # printed code
 }
