@@ -62,8 +62,10 @@ def test_the_tables_of_an_untrusted_chinese_chapter_are_drawn_as_tables_whose_co
                     for column in range(len(rows[0])):
                         lefts = {round(row[column][1]) for row in rows}
                         assert len(lefts) == 1, f"cell {index}, column {column} starts at {sorted(lefts)}"
-                    aligns = {align for row in rows[1:] for _, _, align in row}
-                    assert "left" in aligns or "start" in aligns, aligns  # the inline style survived the sanitiser
+                    # (Untrusted, JupyterLab's sanitiser drops the cells' inline text-align, so every column is
+                    # right-aligned, as JupyterLab shows a pandas table; trusted, the book and the slides keep it.)
+                    for column in range(len(rows[0])):
+                        assert len({row[column][2] for row in rows[1:]}) == 1, (index, column)
             first = panel.locator(".jp-Cell").nth(next(iter(stored))).locator("table").first
             screenshot(first, screenshots / "zh-06-table.png")
     finally:
