@@ -45,6 +45,31 @@ def test_at_most_a_tenth_of_the_printed_lines_carry_english():
 SVG = '<svg xmlns="http://www.w3.org/2000/svg"><text>键</text></svg>'
 
 
+@pytest.mark.filterwarnings("ignore:Glyph .* missing from font")  # read, not drawn: no CJK font needed here
+def test_the_text_of_a_figure_is_read_whether_drawn_as_text_or_as_glyph_outlines():
+    """Issue 41, item 10: the chapters store glyphs as outlines (svg.fonttype "path"), so that a figure looks the
+    same whatever fonts its viewer has; matplotlib writes each text as a comment before its outlines."""
+    import io
+
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(3, 2))
+    axes = figure.subplots()
+    axes.set_title("scores & weights -- per head")
+    axes.set_xlabel("键")
+    drawn = {}
+    for fonttype in ("none", "path"):
+        with rc_context({"svg.fonttype": fonttype}):
+            buffer = io.StringIO()
+            figure.savefig(buffer, format="svg")
+        drawn[fonttype] = english_left.svg_texts(buffer.getvalue())
+    assert "<text" not in buffer.getvalue()  # outlines: no font needed to see them
+    assert {"键", "scores & weights -- per head"} <= set(drawn["none"])
+    assert {"键", "scores & weights - - per head"} <= set(drawn["path"])  # "--" is not allowed in an XML comment
+    assert english_left.english_words("scores & weights - - per head") == ["scores", "weights", "per", "head"]
+
+
 @pytest.mark.parametrize(("kinds", "unreadable"), [
     ({"image/svg+xml": SVG}, []),
     ({"image/svg+xml": SVG, "image/png": "iVBORw0KGgo="}, []),  # the PNG beside the SVG of the same output
@@ -64,6 +89,6 @@ def test_no_figure_text_is_english(notebook):
     # text is read from the SVG. A figure stored as PNG alone keeps its text unreadable.
     assert english_left.png_figures(notebook) == [], (
         "figures stored as PNG alone keep their text unreadable: store SVG too (%config InlineBackend.figure_formats"
-        " = ['svg', 'retina'] and matplotlib's svg.fonttype 'none', as chapter 00 does)")
+        " = ['svg', 'retina'], as chapter 00 does)")
     english = [(index, text) for index, text in english_left.figure_texts(notebook) if english_left.english_words(text)]
     assert not english, f"English figure text, cell and text: {english[:4]}; wrap it in figure_text()"

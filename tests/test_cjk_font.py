@@ -122,18 +122,9 @@ def test_binder_installs_the_font_the_library_looks_for():
 
 def english_figure_text(notebook: Path, translated: dict[str, str]) -> list[str]:
     """Texts of the notebook's stored SVG figures that the library catalogue translates, yet drawn in English."""
-    import html
-    import json
+    from tools.english_left import figure_texts  # as text or as glyph outlines (svg.fonttype "path")
 
-    found = []
-    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
-        for output in cell.get("outputs", []):
-            svg = output.get("data", {}).get("image/svg+xml")
-            if svg:
-                svg = "".join(svg) if isinstance(svg, list) else svg
-                found += [text for text in map(html.unescape, re.findall(r"<text\b[^>]*>([^<]+)</text>", svg))
-                          if text in translated]
-    return found
+    return [text for _index, text in figure_texts(notebook) if text in translated]
 
 
 CHINESE_NOTEBOOKS = sorted((ROOT / "zh-CN").glob("*/[0-9][0-9]_*.ipynb"))
@@ -142,7 +133,8 @@ CHINESE_NOTEBOOKS = sorted((ROOT / "zh-CN").glob("*/[0-9][0-9]_*.ipynb"))
 @pytest.mark.parametrize("notebook", CHINESE_NOTEBOOKS, ids=lambda path: f"{path.parent.name}/{path.name[:2]}")
 def test_the_stored_chinese_figures_were_drawn_with_a_cjk_font(notebook):
     # Executed where no CJK font is installed (nbconvert is not told: see above), a Chinese chapter silently stores
-    # English figures. SVG figures keep their text as text, so the catalogue's English labels show it.
+    # English figures. The SVG keeps each text (as text, or as a comment before its outlines), so the catalogue's
+    # English labels show it.
     polib = pytest.importorskip("polib")
     catalogue = polib.pofile(str(ROOT / "mha_lib" / "locale" / "zh_CN" / "LC_MESSAGES" / "mha_lib.po"))
     translated = {entry.msgid: entry.msgstr for entry in catalogue if entry.msgstr and entry.msgstr != entry.msgid}

@@ -45,11 +45,19 @@ def test_find_sees_each_kind_of_fact_in_any_language():
     patterns = machine_facts.fact_patterns(**XEON)
     nb = notebook(("print(device)", "设备：cpu（Intel(R) Xeon(R) Processor）\n"),
                   ("print(summary)", "Intel(R) Xeon(R) Processor, L1d 48K, L2 2048K, L3 491520K, 2 threads\n"),
-                  ("print(facts)", "logical_cores  2\ntorch_threads  2\n2 个线程相对 1 个线程\n"))
+                  ("print(facts)", "logical_cores  2\ntorch_threads  2\n2 个线程相对 1 个线程\n"),
+                  ("print(facts)", "逻辑核心数  2\nPyTorch 线程数  2\n"))  # the same rows, printed as tr(name)
     found = [text for _, text in machine_facts.find(nb, patterns)]
     assert found.count("Intel(R) Xeon(R) Processor") == 2
     assert {"L1d 48K", "L2 2048K", "L3 491520K", "2 threads", "2 个线程", "logical_cores  2",
-            "torch_threads  2"} <= set(found)
+            "torch_threads  2", "逻辑核心数  2", "PyTorch 线程数  2"} <= set(found)
+
+
+def test_the_core_rows_are_the_names_chapter_07_prints():
+    from mha_lib.chapters.batching import CPU_FACT_NAMES, cpu_facts
+
+    assert list(cpu_facts()) == list(CPU_FACT_NAMES)  # every row is in the catalogue, as tr(name) needs
+    assert set(machine_facts.CORE_ROWS) <= set(CPU_FACT_NAMES)
 
 
 def test_find_leaves_settings_and_other_numbers_alone():

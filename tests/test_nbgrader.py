@@ -1,6 +1,7 @@
 """The nbgrader round trip, without a hub: generate the assignment from chapter 08, submit a correct and a wrong
 notebook, autograde both with nbgrader itself, and read the scores from nbgrader's gradebook."""
 
+import re
 import shutil
 from pathlib import Path
 
@@ -26,12 +27,15 @@ WRONG_CH08 = {**RIGHT_CH08, "Exercise 4": "answer_overflow = -65604"}
 
 
 def fill_in(nb: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
-    """The released notebook with each '# YOUR CODE HERE' stub of a solution cell replaced by the given code."""
+    """The released notebook with each '# YOUR CODE HERE' stub of a solution cell replaced by the given code.
+
+    A solution cell names its exercise in a comment, "Exercise 3" (or, translated in the Chinese edition, "练习 3").
+    """
     solutions = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
     assert solutions and all("raise NotImplementedError" in c.source for c in solutions)  # nbgrader's stubs
     for cell in solutions:
-        key = next(k for k in answers if k in cell.source)
-        cell.source = answers[key]
+        number = re.search(r"(?:Exercise|练习) (\d+)", cell.source).group(1)
+        cell.source = answers[f"Exercise {number}"]
     return nb
 
 

@@ -13,7 +13,7 @@ import nbformat
 import polib
 import pytest
 
-from tools import colab, editions, translate
+from tools import code_text, colab, editions, translate
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -52,7 +52,8 @@ def test_the_committed_translation_is_what_the_tool_builds_today(chapter, langua
 @pytest.mark.parametrize("language", LANGUAGES)
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda path: path.stem[:2])
 def test_the_code_cells_are_the_english_ones_but_for_the_language_switch(chapter, language):
-    english = [cell.source for cell in nbformat.read(chapter, as_version=4).cells
+    """The same code: only comments and docstrings differ (they are translated), compared token by token."""
+    english = [code_text.code_only(cell.source) for cell in nbformat.read(chapter, as_version=4).cells
                if cell.cell_type == "code" and not colab.is_install_cell(cell)]
     translated = nbformat.read(translate.EDITIONS[language] / chapter.name, as_version=4)
     code = [cell for cell in translated.cells if cell.cell_type == "code"]
@@ -60,7 +61,7 @@ def test_the_code_cells_are_the_english_ones_but_for_the_language_switch(chapter
     assert len(switches) == 1 and f'set_language("{language}")' in switches[0].source
     installs = [cell for cell in code if colab.is_install_cell(cell)]  # the language's own: Colab gets a font
     assert [cell.source for cell in installs] == [colab.INSTALL_CELLS[language]]
-    assert [cell.source for cell in code if cell not in switches + installs] == english
+    assert [code_text.code_only(cell.source) for cell in code if cell not in switches + installs] == english
 
 
 def test_a_changed_english_block_makes_its_translation_a_draft(tmp_path, monkeypatch):
@@ -136,3 +137,56 @@ def test_a_new_text_keeps_the_outputs_and_new_code_clears_them(tmp_path):
     recoded = notebook("Old text", "print(2)")
     editions.keep_outputs(recoded, tmp_path / "chapter.ipynb")
     assert recoded.cells[1].outputs == []
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda path: path.stem[:2])
+def test_the_comments_and_docstrings_of_the_code_cells_are_translated(chapter, language):
+    """Issue 41, item 1: no comment or docstring of a translated edition is the English one (unless it has no
+    words to translate: a shape such as ``(batch_size, num_queries)``), and the markers are kept as they are."""
+    english = [cell for cell in nbformat.read(chapter, as_version=4).cells
+               if cell.cell_type == "code" and not colab.is_install_cell(cell)]
+    translated = [cell for cell in nbformat.read(translate.EDITIONS[language] / chapter.name, as_version=4).cells
+                  if cell.cell_type == "code" and not colab.is_install_cell(cell)
+                  and translate.LANGUAGE_TAG not in cell.metadata.get("tags", [])]
+    catalogue = polib.pofile(str(translate.catalogue_path(chapter, language)))
+    kept = {entry.msgid for entry in catalogue if entry.msgstr == entry.msgid}  # a shape: nothing to translate
+    for index, (before, after) in enumerate(zip(english, translated, strict=True)):
+        left = [text.message for text in code_text.texts(after.source) if text.message not in kept]
+        assert not set(left) & {text.message for text in code_text.texts(before.source)}, (index, left)
+        markers = [line.strip() for line in before.source.splitlines() if code_text.MARKER.search(line)
+                   or line.lstrip().startswith(("%", "!"))]
+        assert markers == [line.strip() for line in after.source.splitlines() if code_text.MARKER.search(line)
+                           or line.lstrip().startswith(("%", "!"))], index
+
+
+def test_a_translated_comment_builds_and_a_missing_one_stops_the_build(tmp_path, monkeypatch):
+    chapter = tmp_path / "notebooks" / "99_demo.ipynb"
+    chapter.parent.mkdir()
+    source = ("# NBVAL_IGNORE_OUTPUT\n# split the features\n# into heads\nx = f(y)  # (batch, heads)\n\n\n"
+              "def g():\n    \"\"\"Return one.\"\"\"\n    ### BEGIN SOLUTION\n    return 1  # the answer\n"
+              "    ### END SOLUTION")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 99 · Demo"),
+                                         nbformat.v4.new_code_cell(source)])
+    nb.cells.insert(1, nbformat.v4.new_code_cell(colab.INSTALL_CELLS["en"], metadata={"tags": [colab.TAG]}))
+    nbformat.write(nb, chapter)
+    catalogue_file = tmp_path / "demo.po"
+    monkeypatch.setattr(translate, "catalogue_path", lambda notebook, language: catalogue_file)
+    catalogue = translate.update_catalogue(chapter, catalogue_file, "zh_CN")
+    notes = {entry.msgid: entry.comment for entry in catalogue}
+    assert notes == {"# 99 · Demo": "", "split the features\ninto heads": "code comment",
+                     "(batch, heads)": "comment after code", "Return one.": "docstring",
+                     "the answer": "comment after code"}
+    translations = ["# 99 · 演示", "把特征\n拆分到各个头", "(batch, heads)", "返回 1。"]
+    for entry, text in zip(catalogue, translations, strict=False):
+        entry.msgstr = text
+    catalogue.save(str(catalogue_file))
+    with pytest.raises(ValueError, match="no translation into zh_CN of the comment after code 'the answer'"):
+        translate.translate_notebook(chapter, "zh_CN")
+    catalogue.find("the answer").msgstr = "答案"
+    catalogue.save(str(catalogue_file))
+    built = translate.translate_notebook(chapter, "zh_CN").cells[3].source
+    assert built == ("# NBVAL_IGNORE_OUTPUT\n# 把特征\n# 拆分到各个头\nx = f(y)  # (batch, heads)\n\n\n"
+                     "def g():\n    \"\"\"返回 1。\"\"\"\n    ### BEGIN SOLUTION\n    return 1  # 答案\n"
+                     "    ### END SOLUTION")
+    assert code_text.code_only(built) == code_text.code_only(source)

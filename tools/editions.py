@@ -41,6 +41,8 @@ from pathlib import Path
 
 import nbformat
 
+from tools import code_text
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "notebooks"
 READER = ROOT / "chapters"
@@ -276,15 +278,17 @@ def keep_outputs(fresh: nbformat.NotebookNode, previous: Path, keep_slides: bool
     it has the same cells with the same code; with ``keep_slides``, also the slide layout that tools/lecture
     computed from those outputs (the reader edition takes its layout from the instructor notebook instead).
 
-    A change to the text alone (a fixed sentence, a better translation) then leaves a notebook that is still
-    executed and valid, so it needs no new run; any change to the code leaves the outputs cleared.
+    A change to the text alone (a fixed sentence, a better translation, a comment or docstring: compared with
+    :func:`tools.code_text.code_only`) then leaves a notebook that is still executed and valid, so it needs no new
+    run; any change to the code leaves the outputs cleared.
     """
     if not previous.exists():
         return
     previous_nb = nbformat.read(previous, as_version=4)
     old = previous_nb.cells
     same = len(old) == len(fresh.cells) and all(
-        before.cell_type == after.cell_type and (before.cell_type != "code" or before.source == after.source)
+        before.cell_type == after.cell_type
+        and (before.cell_type != "code" or code_text.code_only(before.source) == code_text.code_only(after.source))
         for before, after in zip(old, fresh.cells, strict=False))
     if not same:
         return

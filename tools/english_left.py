@@ -13,6 +13,7 @@ to at most 10% such lines, and its figures to none.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import sys
@@ -23,18 +24,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 EDITION = ROOT / "zh-CN" / "chapters"
 CODE = re.compile(r"`[^`]*`"  # a code span
+                  r"|\$[^$]+\$"  # math in a figure's text: $n_{kv} = 6$, drawn by mathtext
                   r"|https?://\S+"  # an address
                   r"|[A-Za-z_][\w']*(?:\.\w+)+"  # a dotted name: torch.float32, X.view, d2l.masked_softmax
                   r"|\w*_\w*"  # a snake_case name: valid_lens, num_heads
                   r"|[A-Za-z]\w*(?=\()"  # a call: softmax(, tensor(, causal_mask(
                   r"|[A-Za-z]\w*(?==)"  # a keyword argument: dtype=, is_causal=
-                  r"|\w*\d\w*",  # a word with a digit: float16, d2l, 1e9, 4x
+                  r"|\w*\d\w*"  # a word with a digit: float16, d2l, 1e9, 4x
+                  r"|\\[A-Za-z]+",  # a TeX command outside $...$
                   flags=re.ASCII)  # \w: letters, digits and _, never a Chinese character
 MACHINE = re.compile(r"\b(?:Intel|AMD|Apple|Arm|NVIDIA)\b[^,;|，；（）]*")  # a processor's name: Intel(R) Xeon(R) ...
 WORD = re.compile(r"[A-Za-z]{2,}")
 KEPT = {  # words that Chinese text keeps as they are
     "True", "False", "None", "nan", "inf", "tensor", "dtype", "torch", "device", "cpu", "cuda", "mps", "meta", "grad",
-    "softmax", "logsumexp", "einsum", "ms", "us", "ns", "Tensor",
+    "softmax", "logsumexp", "einsum", "ms", "us", "ns", "Hz", "GHz", "Tensor",  # units: 时钟频率（Hz）
     "Transformer", "Llama", "Mistral", "Falcon", "Qwen", "Gemma",  # names of models
     "def", "return", "raise", "import", "lambda", "int", "float", "bool", "str",  # printed code
 }
@@ -63,18 +66,34 @@ def printed_lines(notebook: Path) -> Iterator[tuple[int, str]]:
             yield from ((index, line) for line in text.splitlines() if line.strip())
 
 
+SVG = "{http://www.w3.org/2000/svg}"
+TEXT_GROUP = re.compile(r"text_\d+")  # matplotlib's id of the group that draws one text
+
+
+def svg_texts(svg: str) -> list[str]:
+    """The texts an SVG drawn by matplotlib shows, in either of its ways of writing text.
+
+    With ``svg.fonttype: "none"`` a text is a ``<text>`` element, drawn in the viewer's fonts. With ``"path"`` (the
+    chapters' setting: no viewer needs a font) it is a group ``<g id="text_N">`` of glyph outlines, which
+    matplotlib opens with the text as a comment, ``<!-- 注意力权重 -->`` (escaped as XML, "--" written "- -").
+    """
+    root = ElementTree.fromstring(svg, ElementTree.XMLParser(target=ElementTree.TreeBuilder(insert_comments=True)))
+    found = ["".join(element.itertext()).strip() for element in root.iter(f"{SVG}text")]
+    for group in root.iter(f"{SVG}g"):
+        if TEXT_GROUP.fullmatch(group.get("id", "")):
+            comment = next((child for child in group if child.tag is ElementTree.Comment), None)
+            found.append(html.unescape(comment.text).strip() if comment is not None and comment.text else "")
+    return [text for text in found if text]
+
+
 def figure_texts(notebook: Path) -> Iterator[tuple[int, str]]:
-    """(cell index, text) for every text element of the stored SVG figures (the PNG beside an SVG draws the same
-    text; a figure stored as PNG alone has none to read)."""
+    """(cell index, text) for every text of the stored SVG figures (:func:`svg_texts`; the PNG beside an SVG draws
+    the same text; a figure stored as PNG alone has none to read)."""
     for index, cell in enumerate(json.loads(notebook.read_text(encoding="utf-8"))["cells"]):
         for output in cell.get("outputs", []):
             svg = output.get("data", {}).get("image/svg+xml")
             if svg:
-                root = ElementTree.fromstring("".join(svg) if isinstance(svg, list) else svg)
-                for element in root.iter("{http://www.w3.org/2000/svg}text"):
-                    text = "".join(element.itertext()).strip()
-                    if text:
-                        yield index, text
+                yield from ((index, text) for text in svg_texts("".join(svg) if isinstance(svg, list) else svg))
 
 
 def png_figures(notebook: Path) -> list[int]:

@@ -14,14 +14,15 @@ What counts as a fact, read from this machine:
 - the CPU model, as ``mha_lib._bench.timing.cpuinfo_model`` reads it from /proc/cpuinfo;
 - each data or unified cache, as ``machine_summary`` prints it (``L2 2048K``);
 - the number of logical cores, where it is above 1, in the phrases the chapters print (``2 threads``, ``2 个线程``,
-  ``logical_cores  2``, ``torch_threads  2``, ``2 cores``, ``2 个核心``); one thread is a setting, not a fact of
-  the machine.
+  ``logical_cores  2``, ``torch_threads  2``, ``2 cores``, ``2 个核心``, and the Chinese names of those two table
+  rows as mha_lib's catalogue writes them); one thread is a setting, not a fact of the machine.
 Recorded benchmark files name the machine they were recorded on; chapters print them by a short name (``AMD EPYC``)
 and the file's name, and the file keeps the details.
 """
 
 from __future__ import annotations
 
+import gettext
 import os
 import re
 import sys
@@ -34,6 +35,17 @@ ROOT = Path(__file__).resolve().parent.parent
 EDITIONS = ("notebooks", "chapters", "zh-CN/notebooks", "zh-CN/chapters")
 IGNORE_MARK = "NBVAL_IGNORE_OUTPUT"
 CPU_PLACEHOLDER, SIZE_PLACEHOLDER, COUNT_PLACEHOLDER = "‹CPU model›", "‹size›", "‹N›"
+CORE_ROWS = ("logical_cores", "torch_threads")  # rows of chapter 07's CPU table (mha_lib.chapters.batching.cpu_facts)
+LOCALE = ROOT / "mha_lib" / "locale"
+
+
+def row_names(names: tuple[str, ...] = CORE_ROWS) -> list[str]:
+    """``names`` and their translations in every language of mha_lib's catalogue (the chapters print ``tr(name)``)."""
+    found = set(names)
+    for folder in sorted(LOCALE.iterdir()) if LOCALE.is_dir() else []:
+        catalogue = gettext.translation("mha_lib", LOCALE, [folder.name], fallback=True)
+        found |= {catalogue.gettext(name) for name in names}
+    return sorted(found, key=len, reverse=True)
 
 
 def cpu_model() -> str | None:
@@ -65,7 +77,7 @@ def fact_patterns(model: str | None = None, caches: dict[str, str] | None = None
         count = rf"(?<![\d.,]){cores}"
         patterns += [
             (re.compile(rf"{count}( threads?| cores?| ?个线程| ?个核心?)"), rf"{COUNT_PLACEHOLDER}\1"),
-            (re.compile(rf"((?:logical_cores|torch_threads)\s+){cores}\b"), rf"\g<1>{COUNT_PLACEHOLDER}"),
+            (re.compile(rf"((?:{'|'.join(map(re.escape, row_names()))})\s+){cores}\b"), rf"\g<1>{COUNT_PLACEHOLDER}"),
         ]
     return patterns
 

@@ -5,7 +5,8 @@
     python -m tools.translate build [LANG]    # write the translated notebooks (zh-CN/notebooks/), outputs cleared
     python -m tools.translate update-lib [LANG]  # refresh mha_lib's message catalogue and compile it (.mo)
 
-The translated edition has the English notebook's code cells, unchanged but for the Colab install cell (the
+The translated edition has the English notebook's code cells, the same code with their comments and docstrings
+translated (tools/code_text.py finds them with Python's tokenizer), but for the Colab install cell (the
 language's own, from tools/colab.py), and one more code cell after it, tagged ``language``, that switches
 mha_lib's printed messages to the language. ``make
 zh`` builds it and executes it; ``tests/test_translations.py`` fails when a committed translated notebook is
@@ -18,7 +19,12 @@ update keeps that entry's translation as a draft, marked ``fuzzy`` with the prev
 (``#| msgid``), so a translator sees exactly what changed; ``check`` fails until a person has revised it and
 removed the mark. Blocks without words (a lone formula) are not translated; a formula that writes words as
 ``\\text{...}`` (``$$\\text{score bytes} = \\dots$$``) is a block like prose, whose translation changes the words
-inside the formula (``\\text{分数字节数}``). Poedit, Lokalize or any text editor can edit the catalogues.
+inside the formula (``\\text{分数字节数}``). A code cell's comments and docstrings are entries of the same
+catalogue, after the chapter's markdown: a run of comment lines is one entry (its lines joined by newlines, without
+the ``#``; the translation may have more or fewer lines), a comment after code on its line another, a docstring
+another; markers (``# NBVAL_IGNORE_OUTPUT``, ``# noqa``, nbgrader's ``### BEGIN SOLUTION``) and ``%magic`` lines
+are never entries. The entry's ``#.`` note says which kind it is and whether it is in an exercise's answer cell,
+the cell a reader types into. Poedit, Lokalize or any text editor can edit the catalogues.
 
 A cell's speaker notes for the lecture decks (cell metadata ``lecture.notes``, tools/lecture/deck.py) are one
 message each, translated into the same catalogue.
@@ -44,8 +50,8 @@ from pathlib import Path
 import nbformat
 import polib
 
-from tools import colab
-from tools.editions import keep_outputs
+from tools import code_text, colab
+from tools.editions import is_solution, keep_outputs
 from tools.lecture.deck import LECTURE_KEY, speaker_notes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +102,8 @@ def needs_translation(block: str) -> bool:
 
 
 def chapter_blocks(notebook: Path) -> list[tuple[str, str]]:
-    """(where, English block) for every block of the chapter's markdown cells that needs translation."""
+    """(where, English text) for every block of the chapter's markdown cells that needs translation, then every
+    comment and docstring of its code cells (:func:`code_texts`)."""
     nb = nbformat.read(notebook, as_version=4)
     found = []
     for index, cell in enumerate(nb.cells):
@@ -106,6 +113,23 @@ def chapter_blocks(notebook: Path) -> list[tuple[str, str]]:
         notes = speaker_notes(cell)
         if notes:  # a lecture deck's speaker notes (tools/lecture/deck.py), one message each
             found.append((f"{notebook.name}:{index}:notes", notes))
+    return found + [(where, text) for where, text, _note in code_texts(notebook)]
+
+
+CODE_NOTES = {"comment": "code comment", "inline": "comment after code", "docstring": "docstring"}
+
+
+def code_texts(notebook: Path) -> list[tuple[str, str, str]]:
+    """(where, English text, note) for every comment and docstring of the chapter's code cells (not the Colab
+    install cell, which is the language's own). The note says what the text is: ``code comment``, ``comment after
+    code`` or ``docstring``, with ``, answer cell`` in an exercise's answer cell (the stub keeps its comments)."""
+    nb = nbformat.read(notebook, as_version=4)
+    found = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and not colab.is_install_cell(cell):
+            answer = ", answer cell" if is_solution(cell) else ""
+            found += [(f"{notebook.name}:{index}", text.message, CODE_NOTES[text.kind] + answer)
+                      for text in code_text.texts(cell.source)]
     return found
 
 
@@ -143,7 +167,14 @@ def merge_catalogue(path: Path, messages: list[tuple[str, list[tuple[str, str]]]
 def update_catalogue(notebook: Path, path: Path, language: str) -> polib.POFile:
     """Write ``path`` for ``notebook``: the same translations where the English is unchanged, drafts where not."""
     blocks = [(block, [(where, "")]) for where, block in chapter_blocks(notebook)]
-    return merge_catalogue(path, blocks, {"Project-Id-Version": "mha-notebooks", "Language": language})
+    catalogue = merge_catalogue(path, blocks, {"Project-Id-Version": "mha-notebooks", "Language": language})
+    notes: dict[str, list[str]] = {}
+    for _where, text, note in code_texts(notebook):
+        notes.setdefault(text, []).append(note)
+    for entry in catalogue:
+        entry.comment = "; ".join(sorted(set(notes[entry.msgid]))) if entry.msgid in notes else ""
+    catalogue.save(str(path))
+    return catalogue
 
 
 def problems(catalogue: polib.POFile) -> list[str]:
@@ -166,9 +197,10 @@ def catalogue_path(notebook: Path, language: str) -> Path:
 
 
 def translate_notebook(notebook: Path, language: str) -> nbformat.NotebookNode:
-    """The chapter in ``language``: every markdown block translated, the code cells as they are, outputs cleared.
+    """The chapter in ``language``: every markdown block translated, the code cells' comments and docstrings
+    translated and their code as it is, outputs cleared.
 
-    Raises ValueError naming the first block whose translation is missing or stale.
+    Raises ValueError naming the first block, comment or docstring whose translation is missing or stale.
     """
     catalogue = polib.pofile(str(catalogue_path(notebook, language)))
     ready = {entry.msgid: entry.msgstr for entry in catalogue
@@ -184,6 +216,14 @@ def translate_notebook(notebook: Path, language: str) -> nbformat.NotebookNode:
             cell.source = "\n\n".join(ready.get(block, block) for block in blocks)
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            if colab.is_install_cell(cell):
+                continue
+            for text in code_text.texts(cell.source):
+                if text.message not in ready:
+                    raise ValueError(f"{notebook.name}: no translation into {language} of the {CODE_NOTES[text.kind]} "
+                                     f"{text.message[:80]!r}; run: python -m tools.translate update {language}, "
+                                     "then translate it")
+            cell.source = code_text.translate(cell.source, ready)
         notes = speaker_notes(cell)
         if notes:
             if notes not in ready:

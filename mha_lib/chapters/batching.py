@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .._bench.records import BatchSweepRecord, BenchResult, DeviceRun
 
 __all__ = [
+    "CPU_FACT_NAMES",
     "FLOAT32_LANES",
     "IMPLEMENTATIONS",
     "PEAK_FLOPS",
@@ -245,6 +246,9 @@ def peak_flops(name: str) -> tuple[float, str] | None:
 # registers hold 16, 256-bit AVX2 registers hold 8 (Intel 64 and IA-32 Architectures Software
 # Developer's Manual, vol. 1, ch. 14-15). Other capabilities (ARM, "DEFAULT") are not listed.
 FLOAT32_LANES = {"AVX512": 16, "AVX2": 8}
+# The names of cpu_facts' entries, marked for mha_lib's catalogue: chapter 07 prints them as ``tr(name)``, so the
+# English table shows the keys a reader indexes ``facts`` with, and the Chinese one says what each is.
+CPU_FACT_NAMES = (N_("capability"), N_("float32_lanes"), N_("clock_hz"), N_("logical_cores"), N_("torch_threads"))
 
 
 def cpu_facts() -> dict[str, object]:
@@ -329,10 +333,12 @@ def _live_label(run: DeviceRun) -> str:
 
 
 def _recorded_label(result: BenchResult, run: DeviceRun) -> str:
-    threads = f", {_threads_text(run.threads)}" if run.device == "cpu" else ""
-    name = short_machine_name(run.name) if run.device == "cpu" else run.name
-    return figure_text("recorded on {name} ({device}{threads}), torch {torch}, {date}").format(
-        name=name, device=run.device, threads=threads, torch=result.torch, date=result.date)
+    if run.device == "cpu":  # the separators are the catalogue's too: Chinese writes "，"
+        return figure_text("recorded on {name} ({device}, {threads}), torch {torch}, {date}").format(
+            name=short_machine_name(run.name), device=run.device, threads=_threads_text(run.threads),
+            torch=result.torch, date=result.date)
+    return figure_text("recorded on {name} ({device}), torch {torch}, {date}").format(
+        name=run.name, device=run.device, torch=result.torch, date=result.date)
 
 
 def _short(run: DeviceRun) -> str:
@@ -341,7 +347,7 @@ def _short(run: DeviceRun) -> str:
         return run.device
     threads = figure_text("all threads") if run.threads > 1 and run.threads == torch.get_num_threads() else \
         _threads_text(run.threads)
-    return f"{run.device}, {threads}"
+    return figure_text("{device}, {threads}").format(device=run.device, threads=threads)
 
 
 def plot_loops_vs_batch(runs: Sequence[DeviceRun]) -> Figure:
@@ -357,7 +363,8 @@ def plot_loops_vs_batch(runs: Sequence[DeviceRun]) -> Figure:
                  "marker": "o" if run.device == "cpu" else "s"}
         for name in IMPLEMENTATIONS:
             time_ax.plot(sweep.batch_sizes, [t * 1e3 for t in sweep.median_s[name]], color=_COLOURS[name],
-                         label=f"{figure_text(_LABELS[name])}, {_short(run)}", **style)
+                         label=figure_text("{implementation}, {run}").format(
+                             implementation=figure_text(_LABELS[name]), run=_short(run)), **style)
         for name in ("per_sample", "per_head"):
             speed_ax.plot(sweep.batch_sizes, speedups(sweep.median_s[name], sweep.median_s["batched"]),
                           color=_COLOURS[name], label=figure_text("batched vs {other}, {run}").format(
@@ -406,7 +413,7 @@ def plot_devices(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]) -> 
             time_ax.plot(run.batch_sweep.batch_sizes, [t * 1e3 for t in run.batch_sweep.median_s["batched"]],
                          label=label, **style)
     time_ax.set(xscale="log", yscale="log", xlabel=figure_text("batch size (samples)"),
-                ylabel=figure_text("median time per call (ms)"), title=figure_text("Batched attention on each device"))
+                ylabel=figure_text("median time per call (ms)"), title=figure_text("Time against batch size"))
     time_ax.grid(True, alpha=0.3)
     if comparisons:
         speed_ax = axes[1]
@@ -441,7 +448,8 @@ def plot_length_sweep(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]
                 elif kind == "live" and run.threads == 1:
                     style["linestyle"] = "-."
                 time_ax.plot(sweep.seq_lens, [t * 1e3 for t in sweep.median_s[name]],
-                             label=f"{figure_text(_LABELS[name])}; {who}", **style)
+                             label=figure_text("{implementation}; {who}").format(
+                                 implementation=figure_text(_LABELS[name]), who=who), **style)
                 if sweep.peak_memory_bytes:
                     memory_ax.plot(sweep.seq_lens, [m / 2**20 for m in sweep.peak_memory_bytes[name]],
                                    label=figure_text("measured peak, {name}; {who}").format(

@@ -19,9 +19,9 @@ from matplotlib.figure import Figure
 from .._validation import require_positive_int
 from ..flex import FULL, PARTIAL, SKIPPED, MaskMod, block_tiles, dense_mask, sliding_window_mask_mod
 from ..i18n import N_, _, figure_text
-from .tables import display_width
+from .tables import Table, display_width
 
-__all__ = ["block_counts", "document_offsets_mask_mod", "flex_cost_lines", "load_flex_record",
+__all__ = ["block_counts", "document_offsets_mask_mod", "flex_cost_lines", "flex_cost_table", "load_flex_record",
            "neighborhood_mask_mod", "plot_block_mask", "plot_flex_costs"]
 
 _LABELS = {"dense_sdpa": N_("dense SDPA"), "eager_flex": N_("eager flex"), "compiled_flex": N_("compiled flex")}
@@ -140,6 +140,11 @@ def load_flex_record(path: str | Path | None = None) -> dict[str, Any]:
 
 def flex_cost_lines(record: dict[str, Any]) -> list[str]:
     """The recorded table as aligned lines: times per call and ratios to dense SDPA."""
+    return flex_cost_table(record).splitlines()
+
+
+def flex_cost_table(record: dict[str, Any]) -> Table:
+    """The recorded table: times per call and ratios to dense SDPA, as text and, in a notebook, as HTML."""
     compiled = "compiled_flex_ms" in record["rows"][0]
     def right(text: str, width: int) -> str:  # right-aligned by display width: a Chinese header is 2 columns a char
         return " " * (width - display_width(text)) + text
@@ -148,6 +153,7 @@ def flex_cost_lines(record: dict[str, Any]) -> list[str]:
     columns += [(_("compiled flex"), 15)] if compiled else []
     wider = [max(0, display_width(label) - width) for label, width in columns]  # a longer (translated) header
     lines = [" ".join(right(label, width + more) for (label, width), more in zip(columns, wider, strict=True))]
+    rows = []
     for row in record["rows"]:
         fields = [f"{row['seq_len']:5d}", f"{row['window']:6d}", f"{row['skipped_tiles']:7.0%}",
                   f"{row['dense_sdpa_ms']:7.2f} ms",
@@ -155,7 +161,8 @@ def flex_cost_lines(record: dict[str, Any]) -> list[str]:
         if compiled:
             fields.append(f"{row['compiled_flex_ms']:7.2f} ms {row['compiled_flex_over_dense']:4.1f}x")
         lines.append(" ".join(" " * more + field for field, more in zip(fields, wider, strict=True)))
-    return lines
+        rows.append([" ".join(field.split()) for field in fields])
+    return Table("\n".join(lines), [label for label, _width in columns], rows)
 
 
 def plot_flex_costs(record: dict[str, Any]) -> Figure:

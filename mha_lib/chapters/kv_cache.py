@@ -30,7 +30,7 @@ from ..kv_cache import KVCache, SlidingWindowKVCache, attend_with_cache, generat
 from ..latent import MultiHeadLatentAttention
 from ..modules import MultiHeadAttention
 from .explorer import figure_to_svg
-from .tables import display_width
+from .tables import Table, display_width
 
 __all__ = [
     "MODELS",
@@ -214,19 +214,21 @@ def plot_cache_bytes(context_lens: Sequence[int], curves: dict[str, list[int]], 
 
 
 def memory_summary(*, num_layers: int, num_heads: int, num_kv_heads: int, head_dim: int, kv_lora_rank: int,
-                   context_len: int, batch_size: int, dtype: str) -> str:
-    """The calculator's numbers as text: bytes per token and in all, for MHA, GQA, MQA and MLA."""
+                   context_len: int, batch_size: int, dtype: str) -> Table:
+    """The calculator's numbers: bytes per token and in all, for MHA, GQA, MQA and MLA, as text and as HTML."""
     curves = cache_curves([1, context_len], num_layers=num_layers, num_heads=num_heads, num_kv_heads=num_kv_heads,
                           head_dim=head_dim, kv_lora_rank=kv_lora_rank, batch_size=1, dtype=dtype)
     lines = [_("{num_layers} layers, {num_heads} query heads of {head_dim}, {context_len} tokens, batch {batch_size}, "
                "{dtype}").format(num_layers=num_layers, num_heads=num_heads, head_dim=head_dim, context_len=context_len,
                                  batch_size=batch_size, dtype=dtype)]
     names = _design_names(num_kv_heads, kv_lora_rank, _)  # printed text: translated even without a CJK font
+    rows = []
     for name, (per_token, _total) in zip(names, curves.values(), strict=True):
         total = per_token * context_len * batch_size
         lines.append(_("  {name} {per_token:>9,} bytes per token   {total:10.3f} GiB in all").format(
             name=name + " " * (22 - display_width(name)), per_token=per_token, total=total / 2**30))  # CJK: 2 columns
-    return "\n".join(lines)
+        rows.append((name, f"{per_token:,}", f"{total / 2**30:.3f} GiB"))
+    return Table("\n".join(lines), [_("kind"), _("bytes per token"), _("in all")], rows, caption=lines[0])
 
 
 def memory_calculator(**initial: int | str) -> widgets.VBox:
@@ -261,7 +263,7 @@ def memory_calculator(**initial: int | str) -> widgets.VBox:
                 num_kv_heads=sizes["num_kv_heads"], num_heads=sizes["num_heads"])
             numbers.value = f"<pre>{html.escape(message)}</pre>"
             return
-        numbers.value = f"<pre>{html.escape(memory_summary(**sizes))}</pre>"
+        numbers.value = memory_summary(**sizes)._repr_html_()  # a table: columns that line up in any font
         lens = [n for n in pow2 if n <= max(pow2)]
         curves = cache_curves(lens, **{k: v for k, v in sizes.items() if k != "context_len"})
         figure.value = figure_to_svg(plot_cache_bytes(lens, curves))

@@ -1,14 +1,25 @@
-"""Plain-text tables for notebooks: aligned columns that print the same everywhere."""
+"""Tables for notebooks: aligned text that prints the same everywhere, shown as an HTML table in a notebook.
+
+A monospaced font aligns the text's columns only where every character is one column or two: in JupyterLab's code
+font a Chinese character is narrower than two Latin columns, so the columns right of Chinese text drift. So a
+:class:`Table` is the text (``print`` writes it; nbval compares it as ``text/plain``) and also an HTML ``<table>``,
+which a notebook shows when a cell passes the table to ``display`` (or ends with it): the browser lays the columns
+out. JupyterLab shows it in an untrusted notebook too (it sanitises untrusted HTML and keeps tables), as do
+nbconvert, the slides and the book.
+"""
 
 from __future__ import annotations
 
+import html
 import math
+import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..i18n import N_, _
 
-__all__ = ["CHAPTER_HEADERS", "display_width", "format_table", "tenth"]
+__all__ = ["CHAPTER_HEADERS", "Table", "display_width", "format_table", "tenth"]
 
 
 # The column headers that the chapters' code cells pass to format_table, marked for mha_lib's catalogue: a Chinese
@@ -39,12 +50,55 @@ CHAPTER_HEADERS = (
 )
 
 
-def format_table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
-    """Lay out ``rows`` under ``headers`` in left-aligned columns separated by two spaces.
+# A cell the HTML table right-aligns: a number, with thousands commas, a sign, an exponent or a unit after it.
+_NUMBER = re.compile(r"[-+]?\d[\d,]*(\.\d+)?(e[-+]?\d+)?( ?(%|x|×|ms|s|B|KiB|MiB|GiB|GFLOP/s))?")
+
+
+class Table(str):
+    """A table as aligned text (a ``str``: what ``print`` writes and nbval compares) that a notebook shows as HTML.
+
+    ``headers`` and ``rows`` are the cells as text, ``caption`` a line above the table (``""``: none). Numeric
+    columns are right-aligned in the HTML, the others left-aligned. ``display(table)`` shows the HTML table, with
+    the text as its ``text/plain``; ``print(table)`` writes the text only.
+    """
+
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    caption: str
+
+    def __new__(cls, text: str, headers: Iterable[object], rows: Iterable[Iterable[object]],
+                caption: str = "") -> Table:
+        table = super().__new__(cls, text)
+        table.headers = tuple(str(header) for header in headers)
+        table.rows = tuple(tuple(str(cell) for cell in row) for row in rows)
+        table.caption = caption
+        return table
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copy and pickle: the text and the cells
+        return Table, (str(self), self.headers, self.rows, self.caption)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # IPython's text/plain: the text, not its repr
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        right = [bool(column) and all(_NUMBER.fullmatch(cell.strip()) for cell in column if cell.strip())
+                 for column in zip(*self.rows, strict=True)] if self.rows else [False] * len(self.headers)
+
+        def row(tag: str, cells: Sequence[str]) -> str:
+            return "<tr>" + "".join(f'<{tag} style="text-align: {"right" if r else "left"}">{html.escape(cell)}</{tag}>'
+                                    for cell, r in zip(cells, right, strict=True)) + "</tr>"
+
+        caption = f'<caption style="text-align: left">{html.escape(self.caption)}</caption>' if self.caption else ""
+        body = "\n".join(row("td", cells) for cells in self.rows)  # a row a line: a readable diff of a stored output
+        return f"<table>{caption}\n<thead>{row('th', self.headers)}</thead>\n<tbody>\n{body}\n</tbody>\n</table>"
+
+
+def format_table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> Table:
+    """Lay out ``rows`` under ``headers`` in left-aligned columns separated by two spaces: a :class:`Table`.
 
     Tuples print as shapes, e.g. ``(2, 10, 100)``; everything else through ``str``. Headers are printed in the
     language of :func:`mha_lib.i18n.set_language` when the catalogue has them; a Chinese character counts as two
-    columns, as a monospaced font draws it.
+    columns, as a monospaced font draws it. ``display(format_table(...))`` shows it in a notebook as an HTML table.
     """
     cells = [[_(str(h)) for h in headers]] + [[_cell(value) for value in row] for row in rows]
     for number, row in enumerate(cells[1:], start=1):
@@ -55,7 +109,7 @@ def format_table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> st
     lines = ["  ".join(cell + " " * (width - display_width(cell)) for cell, width in zip(row, widths, strict=True))
              .rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(lines)
+    return Table("\n".join(lines), cells[0], cells[1:])
 
 
 def tenth(value: float) -> str:
