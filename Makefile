@@ -297,7 +297,7 @@ hub: $(HUB_STAMP) $(HUB_PROXY) $(HUB_COURSE) ## a trial course on JupyterHub at 
 	$(BIN)/python hub/start.py --port $(HUB_PORT) --state build/hub
 
 test-hub: $(BROWSER_STAMP) $(HUB_STAMP) $(HUB_PROXY) ## release, fetch, submit, collect, autograde through a JupyterHub, and a student in chromium
-	timeout --kill-after=30 900 $(BIN)/python -m pytest tests/hub
+	timeout --kill-after=30 900 $(BIN)/python -m pytest tests/hub tests/test_hub_config.py
 
 # --- A course that grades the exercises (issue 39): everything students may see, without solutions ------------------
 # build/student/ holds, in English and Chinese: the lecture decks and handouts (answer cells as unsolved stubs,
