@@ -53,6 +53,7 @@ import polib
 from tools import code_text, colab
 from tools.editions import is_solution, keep_outputs
 from tools.lecture.deck import LECTURE_KEY, speaker_notes
+from tools.markdown_blocks import split_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "notebooks"
@@ -66,26 +67,6 @@ LANGUAGE_CELL = {
 WORD = re.compile(r"[A-Za-z]{2,}")
 FORMULA = re.compile(r"\$\$.*?\$\$|\$[^$]*\$", flags=re.DOTALL)
 TEXT_IN_FORMULA = re.compile(r"\\text\{([^{}]*)\}")  # \text{score bytes}; \mathrm{softmax} names an operator
-
-
-def split_blocks(markdown: str) -> list[str]:
-    """Cut a markdown cell into blocks at its blank lines, never inside a ``$$`` formula or a fenced block."""
-    blocks, lines, fence = [], [], None
-    for line in markdown.split("\n"):
-        stripped = line.strip()
-        if fence is None and not stripped and lines:
-            blocks.append("\n".join(lines))
-            lines = []
-            continue
-        if fence in (None, "```") and stripped.startswith("```"):
-            fence = None if fence else "```"
-        elif fence in (None, "$$") and stripped.count("$$") % 2:  # a formula opens or closes on this line
-            fence = None if fence else "$$"
-        if stripped or lines:
-            lines.append(line)
-    if lines:
-        blocks.append("\n".join(lines))
-    return blocks
 
 
 def needs_translation(block: str) -> bool:

@@ -229,24 +229,24 @@ TEMPLATE_OPTIONS = {"extra_template_basedirs": [str(TEMPLATES)], "extra_template
                     "mathjax_url": MATHJAX_URL}
 
 
-def slides_exporter() -> SlidesExporter:
+def _exporter(template_name: str, reveal_scroll: bool) -> SlidesExporter:
     # No In [n]: / Out[n]: prompts on slides: the code gets the whole width.
-    exporter = SlidesExporter(template_name="offline_slides", reveal_url_prefix=REVEAL_URL_PREFIX,
-                              reveal_scroll=True, exclude_input_prompt=True, exclude_output_prompt=True,
+    exporter = SlidesExporter(template_name=template_name, reveal_url_prefix=REVEAL_URL_PREFIX,
+                              reveal_scroll=reveal_scroll, exclude_input_prompt=True, exclude_output_prompt=True,
                               **TEMPLATE_OPTIONS)
     exporter.register_preprocessor(StaticWidgets(), enabled=True)
     exporter.register_preprocessor(HideTestMarkers(), enabled=True)
     return exporter
+
+
+def slides_exporter() -> SlidesExporter:
+    """The exporter of the handouts (templates/offline_slides): the whole notebook, tall slides scroll."""
+    return _exporter("offline_slides", reveal_scroll=True)
 
 
 def deck_exporter() -> SlidesExporter:
     """The exporter of the lecture decks (templates/offline_deck): numbered slides, fitted by tools/lecture/deck.py."""
-    exporter = SlidesExporter(template_name="offline_deck", reveal_url_prefix=REVEAL_URL_PREFIX,
-                              reveal_scroll=False, exclude_input_prompt=True, exclude_output_prompt=True,
-                              **TEMPLATE_OPTIONS)
-    exporter.register_preprocessor(StaticWidgets(), enabled=True)
-    exporter.register_preprocessor(HideTestMarkers(), enabled=True)
-    return exporter
+    return _exporter("offline_deck", reveal_scroll=False)
 
 
 def render_deck(nb: nbformat.NotebookNode, name: str) -> str:

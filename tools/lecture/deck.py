@@ -31,6 +31,8 @@ import re
 
 import nbformat
 
+from tools.markdown_blocks import fenced, split_blocks
+
 LECTURE_KEY = "lecture"  # cell metadata: the cell is in the deck; "notes" holds its speaker notes
 SOLUTION_TAG = "solution"  # tools/editions.py: an exercise's answer cell
 MAX_SLIDES = 30  # a 45-60 minute lecture
@@ -81,36 +83,15 @@ def has_deck(nb: nbformat.NotebookNode) -> bool:
 
 def markdown_pieces(source: str) -> list[str]:
     """The cell cut before each heading line (outside fenced code and ``$$`` formulas); empty pieces dropped."""
-    pieces, lines, fence = [], [], False
-    for line in source.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("```") or stripped.count("$$") % 2:
-            fence = not fence
-        if not fence and _HEADING.match(line) and any(x.strip() for x in lines):
+    pieces, lines = [], []
+    for line, inside in fenced(source.splitlines()):
+        if not inside and _HEADING.match(line) and any(x.strip() for x in lines):
             pieces.append("\n".join(lines).strip())
             lines = []
         lines.append(line)
     if any(x.strip() for x in lines):
         pieces.append("\n".join(lines).strip())
     return pieces
-
-
-def blocks(markdown: str) -> list[str]:
-    """Paragraphs (blank-line separated), never cutting a fenced block or a ``$$`` formula."""
-    found, lines, fence = [], [], False
-    for line in markdown.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("```") or stripped.count("$$") % 2:
-            fence = not fence
-        if not stripped and not fence:
-            if lines:
-                found.append("\n".join(lines))
-            lines = []
-            continue
-        lines.append(line)
-    if lines:
-        found.append("\n".join(lines))
-    return found
 
 
 def heading_of(piece: str) -> tuple[int, str] | None:
@@ -125,7 +106,7 @@ def heading_of(piece: str) -> tuple[int, str] | None:
 def markdown_px(markdown: str) -> int:
     """Upper bound of the height of rendered markdown on a slide."""
     height = 0
-    for block in blocks(markdown):
+    for block in split_blocks(markdown):
         heading = heading_of(block)
         if heading:
             level, title = heading
@@ -322,14 +303,14 @@ def deck_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                     heading = re.sub(r"\s*\(continued\)$|（续）$", "", found[1])
                     height = markdown_px(piece)
                     if height > SLIDE_HEIGHT_PX:  # a long section start: cut it at its paragraphs
-                        parts = _fill(blocks(piece))
+                        parts = _fill(split_blocks(piece))
                     for number, part in enumerate(parts):
                         if number:
                             part = f"### {CONTINUED[language].format(heading=heading)}\n\n{part}"
                         add(nbformat.v4.new_markdown_cell(part), "slide")
                         used = markdown_px(part)
                     continue
-                for part in _fill(blocks(piece), SLIDE_HEIGHT_PX - used) if markdown_px(piece) + used > \
+                for part in _fill(split_blocks(piece), SLIDE_HEIGHT_PX - used) if markdown_px(piece) + used > \
                         SLIDE_HEIGHT_PX else [piece]:
                     height = markdown_px(part)
                     if used + height > SLIDE_HEIGHT_PX:
