@@ -50,6 +50,7 @@ TABLE_ROW_PX = 36  # one line of a markdown table row
 TABLE_CHARS = 80  # characters per line of a table row
 CODE_PX = 16  # the code font where the longest line fits
 MIN_CODE_PX = 11  # smaller is unreadable on a projector: longer lines wrap
+HTML_ROW_PX = 26  # a row of a table shown as HTML: 15 px font, line height 1.3, padding, border (offline_deck)
 CODE_LINE = 1.35  # line height of code, in font sizes
 CHAR_EM = 0.61  # width of a monospace character, in font sizes (DejaVu Sans Mono 0.602)
 CELL_GAP_PX = 32  # padding and margins around one cell's input or output
@@ -175,8 +176,8 @@ def output_px(output: nbformat.NotebookNode, size: int, wrap: bool) -> int:
         from tools.lecture import _png_height
 
         return min(FIGURE_MAX_PX, _png_height(data["image/png"], output.get("metadata", {}).get("image/png")))
-    if "text/html" in data:  # a table: one row a line
-        return 34 * str(data["text/html"]).count("<tr") + CELL_GAP_PX
+    if "text/html" in data:  # a table: one row a line (the template's table font)
+        return HTML_ROW_PX * str(data["text/html"]).count("<tr") + CELL_GAP_PX
     return 60
 
 
