@@ -5,7 +5,7 @@ d2l 0.17's and d2l 1.0's own Transformer and BERT code runs unchanged with ``mha
 of d2l's. ``set_language("zh_CN")`` makes what the library prints Chinese, and what a chapter prints through ``tr``.
 Read the implementation in the order ``functional`` (masks, the masked softmax, attention, the head reshapes),
 ``modules`` (the layers; one ``forward`` for multi-head and grouped-query attention), then ``grouped``, ``kv_cache``
-(decoding with a cache), ``latent`` (MLA) and ``flex``;
+(decoding with a cache), ``rope`` (rotary position embedding), ``latent`` (MLA) and ``flex``;
 ``_validation`` holds the argument checks they share, ``masks`` names the mask builders of ``functional``.
 ``chapters`` holds the chapters' helpers and ``exercises`` the self-checking exercises.
 """
@@ -15,6 +15,15 @@ from .grouped import GroupedQueryAttention, kv_head_of, mha_to_gqa, repeat_kv_he
 from .i18n import _, figure_text, get_language, set_language, tr
 from .masks import attention_mask, causal_mask, sequence_mask, valid_lens_mask
 from .modules import AdditiveAttention, DotProductAttention, GeneralMultiHeadAttention, MultiHeadAttention
+from .rope import (
+    RotaryEmbedding,
+    apply_rope,
+    halves_to_interleaved,
+    interleaved_to_halves,
+    rope_frequencies,
+    rotate_half,
+    rotate_pairs,
+)
 from .utils import cpu_threads, pick_device, set_seed, to_torch_mha
 
 __version__ = "2026.11.0"  # as pyproject.toml and the newest release in CHANGELOG.md (tests/test_versions.py)
@@ -35,17 +44,24 @@ __all__ = [
     "GeneralMultiHeadAttention",
     "GroupedQueryAttention",
     "MultiHeadAttention",
+    "RotaryEmbedding",
+    "apply_rope",
     "attention_mask",
     "causal_mask",
     "cpu_threads",
     "dot_product_attention",
     "figure_text",
     "get_language",
+    "halves_to_interleaved",
+    "interleaved_to_halves",
     "kv_head_of",
     "masked_softmax",
     "mha_to_gqa",
     "pick_device",
     "repeat_kv_heads",
+    "rope_frequencies",
+    "rotate_half",
+    "rotate_pairs",
     "set_language",
     "sequence_mask",
     "set_seed",

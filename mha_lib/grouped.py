@@ -70,6 +70,7 @@ class GroupedQueryAttention(MultiHeadAttention):
     MultiHeadAttention's own, which repeats each key-value head for the query heads of its group
     (with ``num_kv_heads == num_heads`` it is exactly MultiHeadAttention); with ``need_weights=False``
     PyTorch's fused kernel runs with ``enable_gqa=True``, without copying the key-value heads.
+    ``rope`` and ``rope_base`` add rotary position embedding, as in MultiHeadAttention.
 
     Shape:
         - queries: ``(batch_size, num_queries, query_size)``
@@ -90,9 +91,13 @@ class GroupedQueryAttention(MultiHeadAttention):
         num_kv_heads: int,
         dropout: float = 0.0,
         bias: bool = False,
+        *,
+        rope: str | None = None,
+        rope_base: float = 10000.0,
     ) -> None:
         nn.Module.__init__(self)  # not MultiHeadAttention's d2l forms: this layer has a signature of its own
-        self._build((query_size, key_size, value_size), num_hiddens, num_heads, num_kv_heads, dropout, bias)
+        self._build((query_size, key_size, value_size), num_hiddens, num_heads, num_kv_heads, dropout, bias,
+                    rope=rope, rope_base=rope_base)
 
     def attend(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, *,
                need_weights: bool = True) -> Tensor:
@@ -150,8 +155,11 @@ def mha_to_gqa(mha: MultiHeadAttention, num_kv_heads: int) -> GroupedQueryAttent
     require_kv_heads_divide(num_heads, num_kv_heads)
     num_groups = num_heads // num_kv_heads
     bias = mha.W_q.bias is not None
+    rotary = mha.rotary  # the same rotary position embedding, if any
     gqa = GroupedQueryAttention(mha.W_k.in_features, mha.W_q.in_features, mha.W_v.in_features, num_hiddens,
-                                num_heads, num_kv_heads, mha.dropout.p, bias)
+                                num_heads, num_kv_heads, mha.dropout.p, bias,
+                                rope=None if rotary is None else rotary.convention,
+                                rope_base=10000.0 if rotary is None else rotary.base)
     gqa = gqa.to(dtype=mha.W_q.weight.dtype, device=mha.W_q.weight.device)
 
     def pool(tensor: Tensor) -> Tensor:

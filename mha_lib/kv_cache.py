@@ -160,7 +160,8 @@ def attend_with_cache(layer: GroupedQueryAttention, x: Tensor, cache: KVCache) -
     """Causal self-attention of new tokens over the cached ones and themselves; their keys and values join the cache.
 
     Only the new tokens are projected: the keys and values of the earlier ones come from the cache, and
-    the cache says which of them each new token may see.
+    the cache says which of them each new token may see. With rotary position embedding (``layer.rotary``)
+    the new queries and keys are turned by their own positions, from ``cache.seen`` on, before the keys are stored.
 
     Shape:
         - x: ``(batch_size, num_new, query_size)``
@@ -186,6 +187,8 @@ def attend_with_cache(layer: GroupedQueryAttention, x: Tensor, cache: KVCache) -
     queries = layer.W_q(x).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, new, head_dim)
     keys = layer.W_k(x).unflatten(-1, (kv_heads, head_dim)).transpose(1, 2)  # -> (batch, kv_heads, new, head_dim)
     values = layer.W_v(x).unflatten(-1, (kv_heads, head_dim)).transpose(1, 2)
+    if layer.rotary is not None:  # new tokens sit at positions seen, seen + 1, ...: the cache keeps rotated keys
+        queries, keys = layer.rotary(queries, keys, start=cache.seen)
     keys, values, mask = cache.append(keys, values)  # -> (batch, kv_heads, past + new, head_dim), (new, past + new)
     output = layer.attend(queries, keys, values, mask)  # (batch, heads, new, head_dim)
     return layer.W_o(output.transpose(1, 2).flatten(2))  # -> (batch, new, num_hiddens)

@@ -37,6 +37,7 @@ from .functional import (
     transpose_qkv,
 )
 from .i18n import _
+from .rope import RotaryEmbedding
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "GeneralMultiHeadAttention", "MultiHeadAttention"]
 
@@ -60,14 +61,20 @@ def _bind_d2l_form(layer: type, args: tuple, kwargs: dict) -> dict[str, Any]:
     written = _(" or ").join(form_text.format(edition=edition, layer=layer.__name__, signature=_parameters(form))
                              for edition, form in zip(("0.17", "1.0"), forms, strict=True))
     call = ", ".join([*map(repr, args), *(f"{name}={value!r}" for name, value in kwargs.items())])
+    keywords = [name for name, parameter in inspect.signature(forms[0]).parameters.items()
+                if parameter.kind == inspect.Parameter.KEYWORD_ONLY]
+    if keywords:
+        written += _(", each also with the keywords {keywords}").format(keywords=", ".join(keywords))
     template = _("{layer} takes the arguments of {written}; got ({call})")
     raise TypeError(template.format(layer=layer.__name__, written=written, call=call))
 
 
 def _parameters(form: Any) -> inspect.Signature:
-    """The parameters of ``form`` after ``self``, without their annotations: ``(num_hiddens, num_heads, ...)``."""
+    """The parameters of ``form`` after ``self`` that d2l's form has, without their annotations and without the
+    keyword-only ones: ``(num_hiddens, num_heads, dropout=0.0, bias=False)``."""
     parameters = list(inspect.signature(form).parameters.values())[1:]
-    return inspect.Signature([parameter.replace(annotation=inspect.Parameter.empty) for parameter in parameters])
+    return inspect.Signature([parameter.replace(annotation=inspect.Parameter.empty) for parameter in parameters
+                              if parameter.kind != inspect.Parameter.KEYWORD_ONLY])
 
 
 class DotProductAttention(nn.Module):
@@ -159,8 +166,10 @@ class MultiHeadAttention(nn.Module):
 
     Each head works on ``head_dim = num_hiddens // num_heads`` features, so the parameter count does not
     depend on ``num_heads``. (``head_dim`` and ``v_head_dim`` set other widths for the queries/keys and
-    the values of each head; :class:`GeneralMultiHeadAttention` names them.) Two paths compute the
-    same output:
+    the values of each head; :class:`GeneralMultiHeadAttention` names them.) ``rope="interleaved"`` or
+    ``rope="halves"`` adds rotary position embedding (:mod:`mha_lib.rope`, chapter 12): after the head split the
+    queries and keys of each sequence are turned by their positions 0, 1, ..., with ``rope_base`` as the base
+    of the angles; the default, None, leaves them as they are. Two paths compute the same output:
 
     - ``need_weights=True`` (the default) folds the heads into the batch axis with ``transpose_qkv``,
       as the d2l book does, and keeps the weights of the last call in ``.attention_weights``, shaped
@@ -186,28 +195,30 @@ class MultiHeadAttention(nn.Module):
     @typing.overload
     def __init__(self, key_size: int, query_size: int, value_size: int, num_hiddens: int, num_heads: int,
                  dropout: float = 0.0, bias: bool = False, *, head_dim: int | None = None,
-                 v_head_dim: int | None = None) -> None: ...
+                 v_head_dim: int | None = None, rope: str | None = None, rope_base: float = 10000.0) -> None: ...
     @typing.overload
     def __init__(self, num_hiddens: int, num_heads: int, dropout: float = 0.0, bias: bool = False, *,
-                 head_dim: int | None = None, v_head_dim: int | None = None) -> None: ...
+                 head_dim: int | None = None, v_head_dim: int | None = None, rope: str | None = None,
+                 rope_base: float = 10000.0) -> None: ...
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """``MultiHeadAttention(key_size, query_size, value_size, num_hiddens, num_heads, dropout=0.0, bias=False)``
         (d2l 0.17) or ``MultiHeadAttention(num_hiddens, num_heads, dropout=0.0, bias=False)`` (d2l 1.0); both also
-        take ``head_dim`` and ``v_head_dim`` by keyword."""
+        take ``head_dim``, ``v_head_dim``, ``rope`` and ``rope_base`` by keyword."""
         super().__init__()
         arguments = _bind_d2l_form(MultiHeadAttention, args, kwargs)
         sizes = ((arguments["query_size"], arguments["key_size"], arguments["value_size"])
                  if "query_size" in arguments else None)  # None: d2l 1.0's form
         self._build(sizes, arguments["num_hiddens"], arguments["num_heads"], arguments["num_heads"],
                     arguments["dropout"], arguments["bias"], head_dim=arguments["head_dim"],
-                    v_head_dim=arguments["v_head_dim"])
+                    v_head_dim=arguments["v_head_dim"], rope=arguments["rope"], rope_base=arguments["rope_base"])
 
     def _build(self, sizes: tuple[object, object, object] | None, num_hiddens: object, num_heads: object,
                num_kv_heads: object, dropout: object, bias: object, *, head_dim: object = None,
-               v_head_dim: object = None) -> None:
+               v_head_dim: object = None, rope: object = None, rope_base: object = 10000.0) -> None:
         """Check the arguments and make the projections; ``sizes`` (query_size, key_size, value_size) of None
-        make lazy ones, whose input sizes the first call fixes (d2l 1.0's form)."""
+        make lazy ones, whose input sizes the first call fixes (d2l 1.0's form); ``rope`` names a convention of
+        :mod:`mha_lib.rope` or is None (no rotary position embedding)."""
         num_hiddens = require_positive_int("num_hiddens", num_hiddens)
         self.num_heads = num_heads = require_positive_int("num_heads", num_heads)
         self.num_kv_heads = require_kv_heads_divide(num_heads, num_kv_heads)  # num_heads: every head its own
@@ -234,6 +245,8 @@ class MultiHeadAttention(nn.Module):
         # All heads attend in one call, with the heads folded into the batch axis; d2l's Transformer code reads
         # the weights and the dropout of that one attention: .attention.attention_weights.
         self.attention = DotProductAttention(require_dropout(dropout))
+        # Rotary position embedding (chapter 12), off by default: it turns the queries and keys after the head split.
+        self.rotary = None if rope is None else RotaryEmbedding(self.head_dim, rope, rope_base)
 
     def forward(
         self,
@@ -264,6 +277,8 @@ class MultiHeadAttention(nn.Module):
             # (batch, queries or kvpairs, heads * head_dim) -> (batch * heads, queries or kvpairs, head_dim)
             queries = _transpose_qkv(queries, heads)
             keys, values = _transpose_qkv(keys, kv_heads), _transpose_qkv(values, kv_heads)
+            if self.rotary is not None:  # turn each head's queries and keys by their positions (chapter 12)
+                queries, keys = self.rotary(queries, keys)
             if kv_heads < heads:  # grouped-query attention: each key-value head serves num_groups query heads
                 keys = keys.repeat_interleave(self.num_groups, dim=0)  # (batch * kv_heads, ...) -> (batch * heads, ...)
                 values = values.repeat_interleave(self.num_groups, dim=0)
@@ -282,6 +297,8 @@ class MultiHeadAttention(nn.Module):
             queries = queries.unflatten(-1, (heads, -1)).transpose(1, 2)
             keys = keys.unflatten(-1, (kv_heads, -1)).transpose(1, 2)  # kv_heads: enable_gqa repeats them inside
             values = values.unflatten(-1, (kv_heads, -1)).transpose(1, 2)
+            if self.rotary is not None:  # turn each head's queries and keys by their positions (chapter 12)
+                queries, keys = self.rotary(queries, keys)
             if mask is not None:
                 mask = mask.unsqueeze(1)  # (batch, queries or 1, kvpairs) -> (batch, 1, queries or 1, kvpairs)
             output = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p,

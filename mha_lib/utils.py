@@ -65,6 +65,9 @@ def to_torch_mha(mha: MultiHeadAttention) -> nn.MultiheadAttention:
         template = _("nn.MultiheadAttention has one key-value head per query head; "
                      "mha has num_kv_heads={num_kv_heads} for num_heads={num_heads}")
         raise ValueError(template.format(num_kv_heads=mha.num_kv_heads, num_heads=mha.num_heads))
+    if mha.rotary is not None:
+        template = _("nn.MultiheadAttention has no rotary position embedding; mha was built with rope={rope!r}")
+        raise ValueError(template.format(rope=mha.rotary.convention))
     num_hiddens = mha.W_o.out_features
     sizes = {"query_size": mha.W_q.in_features, "num_heads * head_dim": mha.W_q.out_features,
              "num_heads * v_head_dim": mha.W_v.out_features}

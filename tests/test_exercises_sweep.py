@@ -1,4 +1,4 @@
-"""Every checker of chapters 05-11 against wrong answers and against right answers in other forms (issue 38, item 5).
+"""Every checker of chapters 05-12 against wrong answers and against right answers in other forms (issue 38, item 5).
 
 A wrong answer must get exactly one "❌ Not yet" line with a hint, never "✅ Correct" and never a traceback; a right
 answer written in another form that the exercise's wording admits (a list for a tuple, a tensor or a numpy array
@@ -21,7 +21,7 @@ import torch
 from torch.nn.attention.flex_attention import or_masks
 
 from mha_lib.chapters.toy import IGNORE
-from mha_lib.exercises import ch05, ch06, ch07, ch08, ch09, ch10, ch11
+from mha_lib.exercises import ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12
 from mha_lib.exercises._engine import CORRECT, GRADING_VARIABLE, NOT_YET, _same
 from mha_lib.flex import sink_mask_mod, sliding_window_mask_mod
 from mha_lib.i18n import _, set_language
@@ -329,6 +329,18 @@ CODE_RIGHT = [
      lambda lengths: torch.cat([torch.full((n,), i) for i, n in enumerate(lengths)])),
     ("11 E3 my_document_ids", "a numpy array", ch11.check_document_ids,
      lambda lengths: np.repeat(np.arange(len(lengths)), lengths)),
+    ("12 E1 my_rotate_half", "chunk and cat", ch12.check_rotate_half,
+     lambda x: torch.cat([-x.chunk(2, dim=-1)[1], x.chunk(2, dim=-1)[0]], dim=-1)),
+    ("12 E1 my_rotate_half", "roll of the halves with a sign", ch12.check_rotate_half,
+     lambda x: x.roll(x.shape[-1] // 2, dims=-1) * torch.cat([-torch.ones(x.shape[-1] // 2),
+                                                              torch.ones(x.shape[-1] // 2)])),
+    ("12 E2 my_interleaved_to_halves", "reshape, transpose, reshape", ch12.check_interleaved_to_halves,
+     lambda W, h: W.reshape(h, -1, 2, W.shape[1]).transpose(1, 2).reshape(W.shape)),
+    ("12 E2 my_interleaved_to_halves", "even rows then odd rows, per head", ch12.check_interleaved_to_halves,
+     lambda W, h: torch.cat([torch.cat([head[0::2], head[1::2]]) for head in W.chunk(h)])),
+    ("12 E3 shift", "a string", ch12.check_shift_answer, "a"),
+    ("12 E3 shift", "a list", ch12.check_shift_answer, ["a"]),
+    ("12 E3 shift", "a numpy array", ch12.check_shift_answer, np.array(["a"])),
 ]
 
 CODE_CHECKERS = {
@@ -343,6 +355,8 @@ CODE_CHECKERS = {
     "11 E1 my_mask_mod": ch11.check_recent_plus_first,
     "11 E2 my_alibi_slopes": ch11.check_alibi_slopes,
     "11 E3 my_document_ids": ch11.check_document_ids,
+    "12 E1 my_rotate_half": ch12.check_rotate_half,
+    "12 E2 my_interleaved_to_halves": ch12.check_interleaved_to_halves,
 }
 OBVIOUS_CODE = {"None": None, "a string": "my_function", "the result, not the function": 42,
                 "the unmodified stub": stub, "returns None": returns_none, "returns a string": returns_text,
@@ -446,6 +460,18 @@ CODE_WRONG += [
      lambda lengths: (torch.arange(sum(lengths)).view(-1, 1) >= torch.tensor(lengths)).sum(-1), "START"),
     ("11 E3 my_document_ids", "one id per document", ch11.check_document_ids,
      lambda lengths: torch.arange(len(lengths)), "one id per token"),
+    ("12 E1 my_rotate_half", "interleaved pairs", ch12.check_rotate_half,
+     lambda x: torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2), "interleaved convention"),
+    ("12 E1 my_rotate_half", "a numpy result", ch12.check_rotate_half, lambda x: x.numpy(), "tensor"),
+    ("12 E2 my_interleaved_to_halves", "the whole matrix as one head", ch12.check_interleaved_to_halves,
+     lambda W, h: W.reshape(-1, 2, W.shape[1]).transpose(0, 1).reshape(W.shape), "one head"),
+    ("12 E3 shift", "everything changes", ch12.check_shift_answer, "abcd", "m - n alone"),
+    ("12 E3 shift", "the values too", ch12.check_shift_answer, ["a", "d"], "values are never rotated"),
+    ("12 E3 shift", "nothing", ch12.check_shift_answer, "", "do change"),
+    ("12 E3 shift", "None", ch12.check_shift_answer, None, "letters among"),
+    ("12 E3 shift", "a number", ch12.check_shift_answer, 0, "letters among"),
+    ("12 E3 shift", "a numpy array of numbers", ch12.check_shift_answer, np.array([0, 1]), "letters among"),
+    ("12 E3 shift", "the stub ...", ch12.check_shift_answer, ..., "replace ..."),
 ]
 
 RIGHT = PREDICT_RIGHT + CODE_RIGHT
@@ -489,8 +515,8 @@ def test_a_wrong_answer_gets_a_hint_and_no_traceback(label, form, checker, answe
         assert "replace each ..." not in line, line  # only the stub is told to replace its dots
 
 
-def test_the_sweep_covers_every_checker_of_chapters_05_to_11():
-    modules = [ch05, ch06, ch07, ch08, ch09, ch10, ch11]
+def test_the_sweep_covers_every_checker_of_chapters_05_to_12():
+    modules = [ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12]
     checkers = {getattr(module, name) for module in modules for name in module.__all__}
     swept_wrong = {checker for _label, _form, checker, *_rest in WRONG}
     swept = swept_wrong & {checker for _label, _form, checker, *_rest in RIGHT}
