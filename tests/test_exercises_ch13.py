@@ -161,7 +161,7 @@ def test_the_induction_cases_tell_the_mistakes_apart():
 # ---- exercise 3: predict which ablations hurt -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("answer", ["AD", "DA", "a, d", ["A", "D"], ("D", "A"), {"a", "d"}, np.array(["A", "D"])],
-                         ids=repr)
+                         ids=["string", "reversed", "lower case with a comma", "list", "tuple", "set", "numpy array"])
 def test_the_right_prediction_is_confirmed_in_every_form(capsys, answer):
     assert run(capsys, ch13.check_which_ablation_hurts, answer).startswith(CORRECT)
 
