@@ -62,7 +62,7 @@ def test_the_chinese_home_page_has_no_line_break_inside_a_sentence():
     ("en", True, "notebooks"), ("zh_CN", True, "zh-CN/notebooks")])
 def test_each_book_shows_its_edition_executes_nothing_and_loads_mathjax_from_its_own_copy(language, solved, folder):
     edition = book.instructor(book.EDITIONS[language]) if solved else book.EDITIONS[language]
-    assert edition.chapters == ROOT / folder and len(list(edition.chapters.glob("[0-9][0-9]_*.ipynb"))) == 13
+    assert edition.chapters == ROOT / folder and len(list(edition.chapters.glob("[0-9][0-9]_*.ipynb"))) == 14
     config = book.sphinx_config(edition, Path("static"), REPOSITORY_URL)
     assert config["nb_execution_mode"] == "off" and config["nb_ipywidgets_js"] == {}
     assert "://" not in config["mathjax_path"] and config["mathjax_path"].startswith("mathjax/MathJax.js")

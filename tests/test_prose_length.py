@@ -23,4 +23,4 @@ def test_chapter_prose_within_its_cap(path):
 
 
 def test_every_chapter_is_counted():
-    assert len(NOTEBOOKS) == 13
+    assert len(NOTEBOOKS) == 14

@@ -20,5 +20,6 @@ They build on the canonical implementation one level up (``mha_lib.masks``, ``mh
     generation 09  a small decoder with random weights, timed with and without the cache
     tiled     10  online softmax and tiled (flash-style) attention, its memory and a tile figure
     flex      11  two more masks, the dense-versus-block picture of a mask, the recorded timings
+    induction 13  a repeated-span task, an attention-only model, the scores and ablations of induction heads
     tables    aligned plain-text tables
 """

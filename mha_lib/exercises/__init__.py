@@ -1,4 +1,4 @@
-"""The self-checking exercises: one module per chapter (``ch00`` ... ``ch11``), the grading engine in
+"""The self-checking exercises: one module per chapter (``ch00`` ... ``ch13``), the grading engine in
 ``_engine``.
 
 In a chapter, write your answer in the exercise cell, then run the checker cell below it, e.g.

@@ -82,7 +82,7 @@ EDITIONS = {
         code="en", html_lang="en", chapters=ROOT / "chapters",
         title="Multi-head attention",
         intro="""\
-Thirteen chapters on one mechanism: **multi-head attention**, the layer that lets every position of a sequence
+Chapters on one mechanism: **multi-head attention**, the layer that lets every position of a sequence
 collect information from the others through several heads at once. Each chapter is a Jupyter notebook; this
 book shows them with their stored outputs (printed shapes, figures, tables), nothing to install.
 
@@ -103,7 +103,7 @@ book shows them with their stored outputs (printed shapes, figures, tables), not
         instructor_chapters=ROOT / "notebooks",
         instructor_title="Multi-head attention (instructor edition)",
         instructor_intro="""\
-The instructor edition (`notebooks/`): the thirteen chapters with every exercise solved in place, for lecturers.
+The instructor edition (`notebooks/`): every chapter with every exercise solved in place, for lecturers.
 Readers get the reader edition (`make book`), where each solution is folded under *Show a solution*.
 The search box finds a function, a term or a shape across every chapter; the launch button (the rocket) opens a
 chapter on Binder or Colab from the repository named in `pyproject.toml`, {repository}, once it is public.
@@ -113,7 +113,7 @@ chapter on Binder or Colab from the repository named in `pyproject.toml`, {repos
         code="zh_CN", html_lang="zh-CN", chapters=ROOT / "zh-CN" / "chapters",
         title="多头注意力",
         intro="""\
-十三章，讲一个机制：**多头注意力**，即让序列中每个位置同时通过多个头从其他位置收集信息的那一层。
+这些章讲一个机制：**多头注意力**，即让序列中每个位置同时通过多个头从其他位置收集信息的那一层。
 每一章都是一个 Jupyter 笔记本；本书连同保存的输出（打印的形状、图、表）一起展示它们，无需安装任何东西。
 
 - **阅读**：请按顺序读，各章环环相扣，每章开头都写明读完后你能做到什么。
@@ -133,7 +133,7 @@ chapter on Binder or Colab from the repository named in `pyproject.toml`, {repos
         instructor_chapters=ROOT / "zh-CN" / "notebooks",
         instructor_title="多头注意力（教师版）",
         instructor_intro="""\
-教师版（`zh-CN/notebooks/`）：十三章，每道练习都已就地解答，供授课者使用。
+教师版（`zh-CN/notebooks/`）：各章的每道练习都已就地解答，供授课者使用。
 读者请看读者版（`make book`），其中每道题的参考答案都折叠在“显示参考答案”之下。
 搜索框可以在所有章节中查找函数、术语或形状；
 启动按钮（火箭图标）从 `pyproject.toml` 中登记的仓库 {repository} 在 Binder 或 Colab 上打开该章，该仓库公开后即可使用。
