@@ -506,14 +506,17 @@ def plot_steps_to_reach(
     never = limit * 1.3
     # Each seed's points are shifted a little sideways (the x axis is log 2: a factor), so that equal step
     # counts, the crosses above all, stay apart instead of hiding each other.
-    shifts = torch.linspace(-0.08, 0.08, len(steps)).tolist() if len(steps) > 1 else [0.0]
+    shifts = torch.linspace(-0.15, 0.15, len(steps)).tolist() if len(steps) > 1 else [0.0]
     for shift, (seed, per_heads) in zip(shifts, steps.items(), strict=True):
         heads = sorted(per_heads)
         shifted = [h * 2**shift for h in heads]
         values = [never if per_heads[h] is None else per_heads[h] for h in heads]
-        (line,) = ax.plot(shifted, values, marker="o", label=figure_text("seed {seed}").format(seed=seed), alpha=0.8)
+        reached = [per_heads[h] is not None for h in heads]
+        (line,) = ax.plot(shifted, values, alpha=0.8, label=figure_text("seed {seed}").format(seed=seed),
+                          marker="o", markevery=reached)  # a dot where the run got there, a cross where not
         missed = [x for x, h in zip(shifted, heads, strict=True) if per_heads[h] is None]
-        ax.plot(missed, [never] * len(missed), linestyle="none", marker="x", markersize=9, color=line.get_color())
+        ax.plot(missed, [never] * len(missed), linestyle="none", marker="x", markersize=8, markeredgewidth=2,
+                color=line.get_color())
     ax.axhline(never, color="black", linestyle="--", linewidth=1)
     ax.set_xscale("log", base=2)
     all_heads = sorted({h for per_heads in steps.values() for h in per_heads})
