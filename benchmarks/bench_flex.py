@@ -1,9 +1,12 @@
 """Time chapter 11's masks: dense SDPA with a boolean mask, eager flex_attention and compiled flex_attention.
 
 Causal sliding-window self-attention (mha_lib.flex.sliding_window_mask_mod(window, causal=True)), float32,
-inference, batch 1, 4 heads, head_dim 16, for a few sequence lengths and windows. The three ways are timed in
-this one process, alternately (neither always runs second, on a warmer cache), with torch.utils.benchmark; the
-printed numbers are median times per call and the median and min-max of the per-pair ratios against dense SDPA. The
+inference, batch 1, 4 heads, head_dim 16, for a few sequence lengths and windows. A fourth call is a reference
+for the cost: SDPA with is_causal=True and no mask, the fused kernel's own causal path, which computes the whole
+causal triangle (more than the window needs; the same result only where the window covers the sequence). The
+ways are timed in this one process, in rotating order (none always runs second, on a warmer cache), with
+torch.utils.benchmark; the printed numbers are median times per call and the median and min-max of the per-round
+ratios against dense SDPA; the record keeps every round's ratio. The
 first call of the compiled function (torch.compile builds the kernel: tens of seconds on a CPU) is reported
 separately, once per sequence length, and never mixed into the medians. The block size is 128 (flex's default).
 
@@ -47,22 +50,27 @@ WINDOWS = (64, 512)
 RESULTS = Path(__file__).resolve().parents[1] / "mha_lib" / "_bench" / "results" / "flex"
 
 
-def paired_times(fns: dict[str, object], pairs: int, number: int) -> dict[str, list[float]]:
-    """Per-measurement times (seconds per call) of each function, measured in rotating order."""
+def paired_times(fns: dict[str, object], pairs: int, number: int, min_time: float = 0.05) -> dict[str, list[float]]:
+    """Per-measurement times (seconds per call) of each function, measured in rotating order.
+
+    Each measurement makes at least ``number`` calls, and enough calls to last about ``min_time`` seconds: a
+    measurement of one millisecond is at the mercy of a single interruption on a busy machine.
+    """
     timers = {name: benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
               for name, fn in fns.items()}
+    numbers = {name: max(number, round(min_time / timer.timeit(1).median)) for name, timer in timers.items()}
     names = list(fns)
     times: dict[str, list[float]] = {name: [] for name in names}
     for i in range(pairs):
         for name in names[i % len(names):] + names[:i % len(names)]:
-            times[name].append(timers[name].timeit(number).median)
+            times[name].append(timers[name].timeit(numbers[name]).median)
     return times
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=7, help="rotating measurements per comparison")
-    parser.add_argument("--number", type=int, default=2, help="calls per measurement")
+    parser.add_argument("--number", type=int, default=2, help="calls per measurement, at least (and 50 ms)")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for PyTorch (default: as now)")
     parser.add_argument("--record", action="store_true", help="write the JSON chapter 11 reads")
     parser.add_argument("--no-compile", action="store_true", help="skip compiled flex (no C compiler)")
@@ -88,6 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     compiled = None if (args.quick or args.no_compile) else torch.compile(flex_attention)
     pairs = 3 if args.quick else args.pairs
     set_seed(0)
+    load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     print(f"torch {torch.__version__}, {machine_summary()}, batch "
           f"{BATCH_SIZE}, {NUM_HEADS} heads, head_dim {HEAD_DIM}, float32, inference, block {BLOCK_SIZE}")
     rows, compile_s = [], {}
@@ -101,6 +110,7 @@ def main(argv: list[str] | None = None) -> None:
                 mask = dense_mask(mask_mod, 1, 1, n, n)[0, 0]  # (n, n)
                 skipped = (block_tiles(mask, BLOCK_SIZE) == SKIPPED).float().mean().item()
                 fns = {"dense_sdpa": partial(F.scaled_dot_product_attention, q, k, v, attn_mask=mask),
+                       "causal_sdpa": partial(F.scaled_dot_product_attention, q, k, v, is_causal=True),
                        "eager_flex": partial(flex_attention, q, k, v, block_mask=block_mask)}
                 if compiled is not None:
                     fns["compiled_flex"] = partial(compiled, q, k, v, block_mask=block_mask)
@@ -109,8 +119,9 @@ def main(argv: list[str] | None = None) -> None:
                         compiled(q, k, v, block_mask=block_mask)
                         compile_s[n] = time.perf_counter() - start
                 expected = fns["dense_sdpa"]()
-                for fn in fns.values():
-                    torch.testing.assert_close(fn(), expected, atol=1e-5, rtol=1e-5)
+                for name, fn in fns.items():
+                    if name != "causal_sdpa" or window >= n:  # the whole triangle equals the window only then
+                        torch.testing.assert_close(fn(), expected, atol=1e-5, rtol=1e-5)
                 times = paired_times(fns, pairs, args.number)
                 row = {"seq_len": n, "window": window, "skipped_tiles": round(skipped, 4)}
                 for name, values in times.items():
@@ -119,8 +130,9 @@ def main(argv: list[str] | None = None) -> None:
                         ratios = [a / b for a, b in zip(values, times["dense_sdpa"], strict=True)]
                         row[f"{name}_over_dense"] = round(statistics.median(ratios), 3)
                         row[f"{name}_over_dense_range"] = [round(min(ratios), 3), round(max(ratios), 3)]
+                        row[f"{name}_over_dense_pairs"] = [round(ratio, 4) for ratio in ratios]
                 rows.append(row)
-                print("  ".join(f"{key} {value}" for key, value in row.items()))
+                print("  ".join(f"{key} {value}" for key, value in row.items() if not key.endswith("_pairs")))
     for n, seconds in compile_s.items():
         print(f"first compiled call at n={n}: {seconds:.1f} s (compilation, in this process)")
     fresh_s = {}
@@ -136,8 +148,10 @@ def main(argv: list[str] | None = None) -> None:
             "date": datetime.date.today().isoformat(), "threads": torch.get_num_threads(),
             "command": "python benchmarks/bench_flex.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             "sizes": {"batch_size": BATCH_SIZE, "num_heads": NUM_HEADS, "head_dim": HEAD_DIM, "block_size": BLOCK_SIZE},
-            "pairs": pairs, "number": args.number,
+            "pairs": pairs, "number": args.number, "min_measurement_s": 0.05,
             "note": "a shared machine, other jobs running: ratios are steadier than times; no GPU was measured",
+            "load_average_1min": [None if load is None else round(load, 2) for load in
+                                  (load_before, os.getloadavg()[0] if hasattr(os, "getloadavg") else None)],
             "compile_s": {str(n): round(s, 1) for n, s in compile_s.items()},
             "compile_fresh_s": {str(n): round(s, 1) for n, s in fresh_s.items()},
             "rows": rows,

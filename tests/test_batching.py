@@ -416,6 +416,7 @@ def test_devices_figure_keeps_live_and_recorded_apart_and_draws_no_empty_panel(t
     assert live.get_linestyle() == "-." and recorded.get_linestyle() == "--"  # the live run has 1 thread
     assert live.get_label().startswith("live: cpu") and recorded.get_label().startswith("recorded on ")
     assert fig.legends and time_ax.get_xscale() == "log"
+    assert time_ax.get_title() == ""  # one panel: the chapter's suptitle is its only title, not a second one
 
 
 def test_devices_figure_draws_a_speedup_when_a_gpu_run_is_present(tiny_result):
@@ -424,6 +425,7 @@ def test_devices_figure_draws_a_speedup_when_a_gpu_run_is_present(tiny_result):
     (line,) = [line for line in speed_ax.get_lines() if "test GPU vs its CPU" in line.get_label()]
     assert all(math.isclose(y, 2.0) for y in line.get_ydata())
     assert not speed_ax.texts
+    assert fig.axes[0].get_title() and speed_ax.get_title()  # two panels: each names what it shows
 
 
 def test_length_figure_draws_the_score_memory_as_a_formula(tiny_result):

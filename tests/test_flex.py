@@ -2,6 +2,7 @@
 flex_attention (eager) against F.scaled_dot_product_attention and mha_lib.dot_product_attention."""
 
 import math
+import statistics
 import warnings
 
 import pytest
@@ -267,13 +268,19 @@ def test_recorded_flex_table_loads_and_is_consistent():
         expected = block_counts_fraction(row["seq_len"], row["window"], record["sizes"]["block_size"])
         assert row["skipped_tiles"] == pytest.approx(expected, abs=1e-4)
         assert row["eager_flex_ms"] > 0 and row["dense_sdpa_ms"] > 0
-        low, high = row["compiled_flex_over_dense_range"]  # the spread of the paired ratios
-        assert low <= row["compiled_flex_over_dense"] <= high
+        for name in ("causal_sdpa", "eager_flex", "compiled_flex"):
+            pairs = row[f"{name}_over_dense_pairs"]  # every round's ratio, the figure's dots
+            assert len(pairs) == record["pairs"]
+            assert [min(pairs), statistics.median(pairs), max(pairs)] == pytest.approx(
+                [*row[f"{name}_over_dense_range"][:1], row[f"{name}_over_dense"], row[f"{name}_over_dense_range"][1]],
+                abs=2e-3)
     assert "L2" in record["machine"] and "thread" in record["machine"]  # CPU model, caches and threads
     assert set(record["compile_fresh_s"]) == set(record["compile_s"])
+    assert len(record["load_average_1min"]) == 2
     lines = flex_cost_lines(record)
-    assert len(lines) == len(record["rows"]) + 1
-    assert len(plot_flex_costs(record).axes) == 1
+    assert len(lines) == len(record["rows"]) + 1 and max(map(len, lines)) <= 90  # fits a slide
+    fig = plot_flex_costs(record)
+    assert len(fig.axes) == 1 and len(fig.legends) == 1  # the legend beside the axes covers no dot
 
 
 def block_counts_fraction(seq_len, window, block_size):

@@ -85,3 +85,58 @@ def test_time_generation_pairs_and_plot():
     assert [len(c.get_offsets()) for c in fig.axes[1].collections] == [3, 3]  # one point per pair
     with pytest.raises(ValueError, match="length must be a positive int"):
         time_generation(model, prompt, [0])
+
+
+def windowed_forward(model, tokens, windows):
+    """The decoder over the whole sequence, each local block's attention under its sliding-window mask."""
+    from mha_lib.flex import dense_mask, sliding_window_mask_mod
+
+    n = tokens.shape[1]
+    x = model.token_embedding(tokens) + model.position_embedding(torch.arange(n))
+    for block, window in zip(model.blocks, windows, strict=True):
+        y = block.norm1(x)
+        if window is None:
+            x = x + block.attention(y, y, y, causal=True)
+        else:
+            mask = dense_mask(sliding_window_mask_mod(window, causal=True), 1, 1, n, n)[0]  # (1, n, n)
+            x = x + block.attention(y, y, y, attn_mask=mask)
+        x = x + block.mlp(block.norm2(x))
+    return model.head(model.norm(x))
+
+
+@pytest.mark.parametrize("windows", [[3, None], [None, 5], [4, 4]])
+def test_local_and_global_caches_equal_the_windowed_forward(windows):
+    model = decoder(5)
+    tokens = torch.randint(0, 50, (2, 13), generator=torch.Generator().manual_seed(5))
+    caches = model.new_caches(2, 13, windows)
+    with torch.no_grad():
+        pieces = [model(tokens[:, a:b], caches) for a, b in ((0, 6), (6, 7), (7, 10), (10, 13))]
+        torch.testing.assert_close(torch.cat(pieces, dim=1), windowed_forward(model, tokens, windows), **TIGHT)
+    assert [len(cache) for cache in caches] == [13 if window is None else window for window in windows]
+
+
+def test_hybrid_cache_storage_is_the_formula():
+    from mha_lib.chapters.kv_cache import kv_cache_bytes, storage_bytes
+
+    model = decoder(6)
+    prompt = torch.randint(0, 50, (1, 4), generator=torch.Generator().manual_seed(6))
+    caches = model.new_caches(1, 24, [6, None])
+    tokens = generate_tokens(model, prompt, 20, caches=caches)
+    assert tokens.shape == (1, 24)
+    attention = model.blocks[0].attention
+    expected = sum(kv_cache_bytes(1, attention.num_kv_heads, attention.head_dim, size, 1, torch.float64)
+                   for size in (6, 24))  # the local layer reserves 6 tokens, the global one all 24
+    assert storage_bytes(t for cache in caches for t in (cache.keys, cache.values)) == expected
+    assert storage_bytes([caches[1].keys, caches[1].keys[:, :, :3]]) == expected * 24 // 30 // 2  # one storage, once
+    with pytest.raises(TypeError, match="tensors must be an iterable of tensors"):
+        storage_bytes([caches[0]])
+
+
+def test_new_caches_and_generate_tokens_bad_input():
+    model = decoder()
+    with pytest.raises(ValueError, match="one entry per block"):
+        model.new_caches(1, 8, [None])
+    with pytest.raises(ValueError, match="window must be a positive int"):
+        model.new_caches(1, 8, [0, None])
+    with pytest.raises(ValueError, match="use_cache=False"):
+        generate_tokens(model, torch.zeros(1, 2, dtype=torch.long), 3, use_cache=False, caches=model.new_caches(1, 5))

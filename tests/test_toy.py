@@ -391,6 +391,8 @@ def test_plot_steps_to_reach_draws_one_line_per_seed_and_marks_misses():
     assert lines[1].get_ydata()[0] > 250  # the miss is drawn above the limit, not at a step count
     assert ax.get_yticklabels()[-1].get_text() == "not in 250"
     assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel() == "training steps"
+    assert ax.get_legend() is None and len(fig.legends) == 1  # the legend beside the axes covers no point
+    assert lines[0].get_xdata()[1] != lines[1].get_xdata()[1]  # equal head counts, shifted apart per seed
     with pytest.raises(ValueError, match="steps"):
         plot_steps_to_reach({}, limit=250)
 

@@ -413,9 +413,10 @@ def plot_devices(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]) -> 
             time_ax.plot(run.batch_sweep.batch_sizes, [t * 1e3 for t in run.batch_sweep.median_s["batched"]],
                          label=label, **style)
     time_ax.set(xscale="log", yscale="log", xlabel=figure_text("batch size (samples)"),
-                ylabel=figure_text("median time per call (ms)"), title=figure_text("Time against batch size"))
+                ylabel=figure_text("median time per call (ms)"))
     time_ax.grid(True, alpha=0.3)
-    if comparisons:
+    if comparisons:  # two panels: each gets a title; one panel has only the figure's own (suptitle)
+        time_ax.set_title(figure_text("Time against batch size"))
         speed_ax = axes[1]
         for kind, result, run, common in comparisons:
             where = figure_text("live") if kind == "live" else figure_text("recorded {date}").format(date=result.date)

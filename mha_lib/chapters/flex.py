@@ -24,7 +24,9 @@ from .tables import Table, display_width
 __all__ = ["block_counts", "document_offsets_mask_mod", "flex_cost_lines", "flex_cost_table", "load_flex_record",
            "neighborhood_mask_mod", "plot_block_mask", "plot_flex_costs"]
 
-_LABELS = {"dense_sdpa": N_("dense SDPA"), "eager_flex": N_("eager flex"), "compiled_flex": N_("compiled flex")}
+_LABELS = {"dense_sdpa": N_("dense SDPA"), "causal_sdpa": N_("is_causal SDPA"), "eager_flex": N_("eager flex"),
+           "compiled_flex": N_("compiled flex")}
+_WAY_COLOURS = {"causal_sdpa": "#2a9d8f", "eager_flex": "#e76f51", "compiled_flex": "#3c6e9f"}
 _TILE_COLOURS = ListedColormap(["#f2f2f2", "#f4a259", "#3c6e9f"])  # skipped, partial, full
 
 
@@ -132,56 +134,83 @@ def load_flex_record(path: str | Path | None = None) -> dict[str, Any]:
             raise FileNotFoundError(template.format(folder=folder.name))
         path = files[-1]
     record = json.loads(Path(path).read_text())
-    for key in ("device_name", "machine", "torch", "date", "rows", "compile_s", "compile_fresh_s"):
+    for key in ("device_name", "machine", "torch", "date", "load_average_1min", "rows", "compile_s",
+                "compile_fresh_s"):
         if key not in record:
             raise ValueError(_("the recording {file} lacks the field {key!r}").format(file=Path(path).name, key=key))
+    for row in record["rows"]:
+        for name in _compared(record):
+            if f"{name}_over_dense_pairs" not in row:
+                template = _("the recording {file} lacks the paired ratios {key!r}: record it again")
+                raise ValueError(template.format(file=Path(path).name, key=f"{name}_over_dense_pairs"))
     return record
 
 
+def _compared(record: dict[str, Any]) -> list[str]:
+    """The ways timed against dense SDPA, in the order tables and figures show them."""
+    return [name for name in ("causal_sdpa", "eager_flex", "compiled_flex") if f"{name}_ms" in record["rows"][0]]
+
+
+def _ratio_text(row: dict[str, Any], name: str) -> str:
+    """``median (min-max)`` of one way's paired ratios to dense SDPA, three significant digits."""
+    low, high = row[f"{name}_over_dense_range"]
+    return f"{row[f'{name}_over_dense']:.3g} ({low:.3g}-{high:.3g})"
+
+
 def flex_cost_lines(record: dict[str, Any]) -> list[str]:
-    """The recorded table as aligned lines: times per call and ratios to dense SDPA."""
-    return flex_cost_table(record).splitlines()
+    """The recorded table as aligned lines: dense SDPA's time per call, then each way's paired ratios to it."""
+    return str(flex_cost_table(record)).splitlines()
 
 
 def flex_cost_table(record: dict[str, Any]) -> Table:
-    """The recorded table: times per call and ratios to dense SDPA, as text and, in a notebook, as HTML."""
-    compiled = "compiled_flex_ms" in record["rows"][0]
+    """The recorded table as text and, in a notebook, as HTML: dense SDPA's time per call, then each way's paired
+    ratios to it."""
     def right(text: str, width: int) -> str:  # right-aligned by display width: a Chinese header is 2 columns a char
         return " " * (width - display_width(text)) + text
 
-    columns = [("n", 5), (_("window"), 6), (_("skipped"), 7), (_("dense SDPA"), 10), (_("eager flex"), 15)]
-    columns += [(_("compiled flex"), 15)] if compiled else []
+    names = _compared(record)
+    columns = [("n", 5), (_("window"), 6), (_("skipped"), 7), (_("dense SDPA"), 10)]
+    columns += [(_(_LABELS[name]), 18) for name in names]
     wider = [max(0, display_width(label) - width) for label, width in columns]  # a longer (translated) header
     lines = [" ".join(right(label, width + more) for (label, width), more in zip(columns, wider, strict=True))]
     rows = []
     for row in record["rows"]:
         fields = [f"{row['seq_len']:5d}", f"{row['window']:6d}", f"{row['skipped_tiles']:7.0%}",
-                  f"{row['dense_sdpa_ms']:7.2f} ms",
-                  f"{row['eager_flex_ms']:7.2f} ms {row['eager_flex_over_dense']:4.1f}x"]
-        if compiled:
-            fields.append(f"{row['compiled_flex_ms']:7.2f} ms {row['compiled_flex_over_dense']:4.1f}x")
+                  f"{row['dense_sdpa_ms']:7.2f} ms"] + [f"{_ratio_text(row, name):>18}" for name in names]
         lines.append(" ".join(" " * more + field for field, more in zip(fields, wider, strict=True)))
         rows.append([" ".join(field.split()) for field in fields])
     return Table("\n".join(lines), [label for label, _width in columns], rows)
 
 
 def plot_flex_costs(record: dict[str, Any]) -> Figure:
-    """Bars of the recorded median times (log scale), one group per (length, window)."""
-    rows = record["rows"]
-    names = [name for name in ("dense_sdpa", "eager_flex", "compiled_flex") if f"{name}_ms" in rows[0]]
-    fig = Figure(figsize=(8, 3.6), layout="constrained")
+    """Each way's paired ratios to dense SDPA, one group per (length, window): every round a dot, the median a
+    bar, the min-max a line. Below 1 is faster than dense SDPA with the boolean mask (log scale)."""
+    rows, names = record["rows"], _compared(record)
+    fig = Figure(figsize=(8.6, 3.8), layout="constrained")
     ax = fig.subplots()
     width = 0.8 / len(names)
     for i, name in enumerate(names):
-        positions = [j + (i - (len(names) - 1) / 2) * width for j in range(len(rows))]
-        ax.bar(positions, [row[f"{name}_ms"] for row in rows], width, label=figure_text(_LABELS[name]))
+        colour = _WAY_COLOURS[name]
+        for j, row in enumerate(rows):
+            x = j + (i - (len(names) - 1) / 2) * width
+            ratios = row[f"{name}_over_dense_pairs"]
+            spread = torch.linspace(-0.25, 0.25, len(ratios)).mul(width).tolist()  # rounds side by side
+            ax.plot([x + dx for dx in spread], ratios, "o", color=colour, markersize=2.5, alpha=0.6)
+            ax.vlines(x, *row[f"{name}_over_dense_range"], color=colour, linewidth=1)
+            ax.hlines(row[f"{name}_over_dense"], x - width * 0.4, x + width * 0.4, color=colour, linewidth=2.5,
+                      label=figure_text(_LABELS[name]) if j == 0 else None)
+    ax.axhline(1, color="black", linestyle="--", linewidth=1, label=figure_text("dense SDPA (boolean mask) = 1"))
     ticks = [figure_text("n={n}\nwindow {window}").format(n=row["seq_len"], window=row["window"]) for row in rows]
     ax.set_xticks(range(len(rows)), ticks)
-    ax.set(yscale="log", ylabel=figure_text("ms per call (median)"),
+    ax.set_yscale("log")
+    low, high = ax.get_ylim()
+    steps = [m * 10.0**e for e in range(-3, 4) for m in (1, 3)]  # 0.001, 0.003, ..., 1, 3, 10, ...: plain numbers
+    ax.set_yticks([y for y in steps if low <= y <= high], [f"{y:g}" for y in steps if low <= y <= high])
+    ax.minorticks_off()
+    ax.set_ylim(low, high)
+    ax.set(ylabel=figure_text("time / time of dense SDPA\n(each round; bar: median)"),
            title=(figure_text("CPU (1 thread), torch {torch}, {date}") if record["threads"] == 1 else
                   figure_text("CPU ({threads} threads), torch {torch}, {date}")).format(
                threads=record["threads"], torch=record["torch"], date=record["date"]))
-    ax.legend()
+    fig.legend(loc="outside right upper", fontsize=8)
     return fig
-
-

@@ -21,7 +21,7 @@ from .._bench.timing import paired_times
 from .._validation import require_positive_int, wrong_type
 from ..grouped import GroupedQueryAttention
 from ..i18n import _, figure_text
-from .kv_cache import KVCache, attend_with_cache
+from .kv_cache import KVCache, SlidingWindowKVCache, attend_with_cache
 
 __all__ = ["DecoderBlock", "TinyDecoder", "generate_tokens", "plot_generation_speedups", "time_generation"]
 
@@ -78,12 +78,23 @@ class TinyDecoder(nn.Module):
         self.norm = nn.LayerNorm(num_hiddens)
         self.head = nn.Linear(num_hiddens, vocab_size, bias=False)
 
-    def new_caches(self, batch_size: int, max_len: int) -> list[KVCache]:
-        """One empty cache per block, for ``max_len`` tokens, on the model's device and dtype."""
+    def new_caches(self, batch_size: int, max_len: int, windows: Sequence[int | None] | None = None) -> list[KVCache]:
+        """One empty cache per block, on the model's device and dtype.
+
+        ``windows`` has one entry per block: None for a full cache of ``max_len`` tokens (a *global* layer), a
+        number ``w`` for a rolling buffer of the last ``w`` tokens (a *local* layer, whose queries see only
+        those). Without ``windows`` every layer is global. Gemma 2 alternates local and global layers, Gemma 3
+        has five local layers per global one.
+        """
+        windows = [None] * len(self.blocks) if windows is None else list(windows)
+        if len(windows) != len(self.blocks):
+            template = _("windows must hold one entry per block ({num_blocks}), got {num_windows}")
+            raise ValueError(template.format(num_blocks=len(self.blocks), num_windows=len(windows)))
         weight = self.head.weight
         attention = self.blocks[0].attention
-        return [KVCache(batch_size, attention.num_kv_heads, attention.head_dim, max_len, dtype=weight.dtype,
-                        device=weight.device) for _ in self.blocks]
+        sizes = (batch_size, attention.num_kv_heads, attention.head_dim)
+        return [KVCache(*sizes, max_len, dtype=weight.dtype, device=weight.device) if window is None else
+                SlidingWindowKVCache(*sizes, window, dtype=weight.dtype, device=weight.device) for window in windows]
 
     def forward(self, tokens: Tensor, caches: Sequence[KVCache] | None = None) -> Tensor:
         if not isinstance(tokens, Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
@@ -110,11 +121,13 @@ class TinyDecoder(nn.Module):
         return self.head(self.norm(x))  # -> (batch, new, vocab_size)
 
 
-def generate_tokens(model: TinyDecoder, prompt: Tensor, num_new_tokens: int, *, use_cache: bool = True) -> Tensor:
+def generate_tokens(model: TinyDecoder, prompt: Tensor, num_new_tokens: int, *, use_cache: bool = True,
+                    caches: Sequence[KVCache] | None = None) -> Tensor:
     """Greedy decoding: append the most likely next token ``num_new_tokens`` times.
 
     With ``use_cache`` the prompt is read once (the prefill) and every later step reads only the newest
-    token; without it every step reads the whole sequence so far.
+    token; without it every step reads the whole sequence so far. ``caches`` (from :meth:`TinyDecoder.new_caches`,
+    e.g. with local layers) are the caches to fill; by default, full caches for the whole output.
 
     Shape:
         - prompt: ``(batch_size, prompt_len)``, integer ids
@@ -123,8 +136,11 @@ def generate_tokens(model: TinyDecoder, prompt: Tensor, num_new_tokens: int, *, 
     if not isinstance(model, TinyDecoder):
         raise wrong_type("model", _("a TinyDecoder"), model)
     require_positive_int("num_new_tokens", num_new_tokens)
+    if caches is not None and not use_cache:
+        raise ValueError(_("caches are given but use_cache=False: pass one or the other"))
     tokens = prompt
-    caches = model.new_caches(prompt.shape[0], prompt.shape[1] + num_new_tokens) if use_cache else None
+    if use_cache and caches is None:
+        caches = model.new_caches(prompt.shape[0], prompt.shape[1] + num_new_tokens)
     newest = prompt
     with torch.no_grad():
         for _step in range(num_new_tokens):

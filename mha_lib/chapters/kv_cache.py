@@ -12,7 +12,7 @@ Dimension names as in :mod:`mha_lib.grouped`; in addition
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import ipywidgets as widgets
 import torch
@@ -50,6 +50,7 @@ __all__ = [
     "model_table",
     "plot_cache_bytes",
     "plot_head_sharing",
+    "storage_bytes",
 ]
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -147,6 +148,21 @@ def kv_cache_bytes(num_layers: int, num_kv_heads: int, head_dim: int, context_le
         require_positive_int(name, value)
     keys_and_values = 2
     return keys_and_values * num_layers * num_kv_heads * head_dim * context_len * batch_size * dtype_bytes(dtype)
+
+
+def storage_bytes(tensors: Iterable[Tensor]) -> int:
+    """Measured bytes of the memory behind ``tensors``: each distinct storage once, as PyTorch reserved it.
+
+    A view (``cache.keys`` is one) reports the whole storage it looks into, the reserved slots included,
+    so this counts what the process holds, not what the view shows.
+    """
+    storages = {}
+    for tensor in tensors:
+        if not isinstance(tensor, Tensor):
+            raise wrong_type("tensors", _("an iterable of tensors"), tensor)
+        storage = tensor.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()  # two views of one storage count once
+    return sum(storages.values())
 
 
 def mla_cache_bytes(num_layers: int, kv_lora_rank: int, context_len: int, batch_size: int = 1,

@@ -503,13 +503,20 @@ def plot_steps_to_reach(
     require_positive_int("limit", limit)
     fig = Figure(figsize=figsize, layout="constrained")
     ax = fig.subplots()
-    never = limit * 1.25
-    for seed, per_heads in steps.items():
+    never = limit * 1.3
+    # Each seed's points are shifted a little sideways (the x axis is log 2: a factor), so that equal step
+    # counts, the crosses above all, stay apart instead of hiding each other.
+    shifts = torch.linspace(-0.15, 0.15, len(steps)).tolist() if len(steps) > 1 else [0.0]
+    for shift, (seed, per_heads) in zip(shifts, steps.items(), strict=True):
         heads = sorted(per_heads)
+        shifted = [h * 2**shift for h in heads]
         values = [never if per_heads[h] is None else per_heads[h] for h in heads]
-        (line,) = ax.plot(heads, values, marker="o", label=figure_text("seed {seed}").format(seed=seed), alpha=0.8)
-        missed = [h for h in heads if per_heads[h] is None]
-        ax.plot(missed, [never] * len(missed), linestyle="none", marker="x", markersize=10, color=line.get_color())
+        reached = [per_heads[h] is not None for h in heads]
+        (line,) = ax.plot(shifted, values, alpha=0.8, label=figure_text("seed {seed}").format(seed=seed),
+                          marker="o", markevery=reached)  # a dot where the run got there, a cross where not
+        missed = [x for x, h in zip(shifted, heads, strict=True) if per_heads[h] is None]
+        ax.plot(missed, [never] * len(missed), linestyle="none", marker="x", markersize=8, markeredgewidth=2,
+                color=line.get_color())
     ax.axhline(never, color="black", linestyle="--", linewidth=1)
     ax.set_xscale("log", base=2)
     all_heads = sorted({h for per_heads in steps.values() for h in per_heads})
@@ -521,7 +528,7 @@ def plot_steps_to_reach(
     ax.set_xlabel(figure_text("num_heads (the same num_hiddens)"))
     ax.set_ylabel(figure_text("training steps"))
     ax.set_title(figure_text("Steps to reach the threshold, one line per seed"))
-    ax.legend(loc="lower right", fontsize=8)
+    fig.legend(loc="outside right upper", fontsize=8)  # beside the axes: no point hides under it
     return fig
 
 
