@@ -15,4 +15,4 @@ def _seed() -> None:
 # The real-browser tests (tests/browser) start JupyterLab and Chromium: `make test-browser` runs them on
 # their own. `pytest tests` and `make test-unit` leave them out; `pytest tests/browser` still runs them.
 # The same for the course on a JupyterHub (tests/hub, `make test-hub`) and the book (tests/book, `make test-book`).
-collect_ignore = ["browser", "hub", "book"]
+collect_ignore = ["browser", "hub", "book", "autograde"]
