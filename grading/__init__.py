@@ -41,9 +41,10 @@ LANGUAGES = ("en", "zh_CN")
 class Variant:
     """Other numbers for a predicted value: ``params(rng)`` draws them, the rest is written from them.
 
-    ``replace`` pairs (a third item, ``"en"`` or ``"zh_CN"``, limits a pair to one language) a piece of the public question (markdown before the answer cell, or the answer cell's comment)
+    ``replace`` pairs a piece of the public question (markdown before the answer cell, or the answer cell's comment)
     with its template, ``str.format``-ed with the parameters; a piece that is not found stops the course build, so an
-    edited chapter cannot silently keep its public numbers. ``solution`` is the answer cell's code (a template), and
+    edited chapter cannot silently keep its public numbers (a third item, ``"en"`` or ``"zh_CN"``, limits a pair to
+    one language). ``solution`` is the answer cell's code (a template), and
     ``expected(params)`` the value it must give; both are checked against each other when the course is made.
     """
 
@@ -76,6 +77,7 @@ class Part:
     label: str
     cases: str
     points: int = 1
+    compare: str | None = None
 
 
 @dataclass
@@ -135,9 +137,12 @@ from IPython.display import clear_output
 tuple_, list_, int_, float_, bool_ = ().__class__, [].__class__, (0).__class__, (0.0).__class__, (0 == 0).__class__
 type_, function_, tensor_ = int_.__class__, (lambda: 0).__class__, torch.Tensor
 real = _b.__dict__
-for name in ("len", "range", "zip", "getattr", "abs", "isinstance", "min", "max", "sum", "float", "int", "exec"):
+for name in ("len", "range", "zip", "getattr", "sorted", "abs", "isinstance", "min", "max", "sum", "float", "int"):
     assert type_(real[name]) is not function_, "builtins." + name + " was replaced in this notebook"
-len, range, zip, getattr = real["len"], real["range"], real["zip"], real["getattr"]  # whatever the notebook calls so
+# The real built-ins as local names, whatever the notebook binds to these names (the reference below uses them too)
+len, range, zip, getattr, sorted = real["len"], real["range"], real["zip"], real["getattr"], real["sorted"]
+abs, isinstance, min, max = real["abs"], real["isinstance"], real["min"], real["max"]
+sum, float, int = real["sum"], real["float"], real["int"]
 for name in ("tolist", "clone", "detach", "size", "__eq__", "__float__", "double", "float"):
     assert type_(getattr(tensor_, name)) is not function_, (
         "torch.Tensor." + name + " was replaced by Python code in this notebook: not graded automatically")
@@ -183,6 +188,10 @@ def same(a, b, rel=1e-5, tiny=1e-6):
     size = b if b > 0 else -b
     return difference <= tiny + rel * size
 
+def values(v):
+    """The numbers of an answer: a tensor's values, anything else as it is."""
+    return v[2] if type_(v) is tuple_ and len(v) == 3 and v[0] == "tensor" else v
+
 def clone(args):
     return tuple_(tensor_.clone(a) if type_(a) is tensor_ else a for a in args)
 '''
@@ -218,7 +227,7 @@ def value_test(name: str, expected: Any, index: int | None = None, check: str | 
 def function_test(name: str, part: Part, reference: str, seed: int, compare: str | None) -> str:
     """Hidden test of a function ``name`` on one part's cases: the student's results first, the reference after."""
     return "\n".join([
-        "g = torch.Generator().manual_seed(%d)" % seed,
+        f"g = torch.Generator().manual_seed({seed})",
         part.cases,
         f"student = {name}",
         "got = []",
@@ -231,7 +240,7 @@ def function_test(name: str, part: Part, reference: str, seed: int, compare: str
         reference,
         "for args, result in zip(cases, got):",
         "    want = plain(reference(*clone(args)))",
-        (_indent(compare) if compare else "    ok = same(result, want)"),
+        _indent(part.compare or compare or "ok = same(result, want)"),
         f"    assert ok, '{name} gives a wrong result on a hidden case ({part.label})'",
     ])
 

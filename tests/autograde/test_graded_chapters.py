@@ -1,4 +1,4 @@
-"""Every graded chapter as a course assignment, autograded by nbgrader: four students per chapter (``make test-course``).
+"""Every graded chapter as a course assignment, autograded by nbgrader, four students each (``make test-course``).
 
 For each chapter of ``notebooks/`` with graded cells, the course is made with a seed of its own (so the numbers of
 the variants are not the public ones), and four notebooks are submitted:

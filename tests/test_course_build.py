@@ -1,0 +1,123 @@
+"""The course build, without executing (fast): hidden tests everywhere, seeded numbers, a lecturer's edits kept.
+
+tests/autograde (`make test-course`) autogrades every graded chapter with nbgrader; this file checks what the build
+writes: every exercise of every graded chapter gets hidden tests that call no checker, the written questions and
+their rubrics stay out of the release, two seeds give two sets of numbers, and a file the lecturer edited in
+course/ is never overwritten without --force.
+"""
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import grading
+from tools import nbgrader_course
+from tools.editions import exercises, strip_markers
+from tools.nbgrader_course import course_notebook, graded, write_course
+
+ROOT = Path(__file__).resolve().parent.parent
+GRADED = [p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) if graded(p)]
+GRADED_ZH = [ROOT / "zh-CN" / "notebooks" / p.name for p in GRADED]
+
+
+def _cells(nb, predicate):
+    return [c for c in nb.cells if predicate(c.metadata.get("nbgrader", {}), c)]
+
+
+@pytest.mark.parametrize("path", GRADED + GRADED_ZH, ids=[f"en-{p.name[:2]}" for p in GRADED]
+                         + [f"zh-{p.name[:2]}" for p in GRADED_ZH])
+def test_every_exercise_is_graded_by_hidden_tests_only(path):
+    for seed in (None, "a course"):
+        nb, rubric = course_notebook(path, seed)
+        tests = _cells(nb, lambda m, c: m.get("grade") and c.cell_type == "code")
+        assert len(tests) >= len(exercises(nbformat.read(path, as_version=4)))
+        for cell in tests:
+            visible, hidden = cell.source.split("### BEGIN HIDDEN TESTS\n")
+            assert visible.startswith("# ") and visible.count("\n") == 1  # one line shows in the release
+            assert hidden.endswith("### END HIDDEN TESTS")
+            # nothing an answer cell could rebind or patch: no checker, no name from the notebook's imports
+            assert "check_" not in hidden and "mha_lib.exercises" not in hidden
+        # the chapter's checkers stay as practice: locked, no points
+        practice = _cells(nb, lambda m, c: m.get("grade_id", "").count("_practice"))
+        assert practice and all(c.metadata["nbgrader"]["grade"] is False and c.metadata["nbgrader"]["locked"]
+                                for c in practice)
+        written = _cells(nb, lambda m, c: m.get("grade") and m.get("solution"))
+        assert written and all(c.cell_type == "markdown" and c.metadata["nbgrader"]["points"] > 0 for c in written)
+        assert rubric.count("\n## ") == len(written)
+
+
+def test_a_graded_chapter_without_hidden_tests_stops_the_build(monkeypatch):
+    monkeypatch.setattr(grading, "chapter", lambda prefix: None)
+    with pytest.raises(ValueError, match="no hidden tests: write grading/ch04.py"):
+        course_notebook(ROOT / "notebooks" / "04_multi_head_attention.ipynb")
+
+
+def _answers(nb) -> dict[str, str]:
+    return {c.metadata["nbgrader"]["grade_id"]: strip_markers(c.source) for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
+
+
+def test_two_seeds_give_other_numbers_than_the_public_edition():
+    """Every exercise with a Variant: its question, solution and hidden test follow the seed; two seeds differ."""
+    changed = 0
+    for path in GRADED:
+        spec = grading.chapter("ch" + path.name[:2])
+        public, one, two = (course_notebook(path, seed)[0] for seed in (None, "seed one", "seed two"))
+        for number, exercise in spec.EXERCISES.items():
+            if getattr(exercise, "variant", None) is None:
+                continue
+            grade_id = f"ch{path.name[:2]}_ex{number}_answer"
+            answers = [_answers(nb)[grade_id] for nb in (public, one, two)]
+            assert answers[1] != answers[0] or answers[2] != answers[0], f"{grade_id}: the seeds change nothing"
+            assert answers[1] != answers[2] or all(
+                _answers(course_notebook(path, f"seed {n}")[0])[grade_id] != answers[1] for n in range(3, 8)
+            ), f"{grade_id}: every seed gives the same numbers"
+            # the questions show the course's numbers, not the public ones
+            text = "\n".join(c.source for c in one.cells if c.cell_type == "markdown")
+            first = exercise.variant.replace[0][1].format(**exercise.variant.params(
+                grading.course_rng("seed one", f"ch{path.name[:2]}", f"ex{number}")))
+            assert first in text
+            changed += 1
+    assert changed >= 5
+
+
+def test_the_hidden_test_expects_the_seeded_answer():
+    path = ROOT / "notebooks" / "04_multi_head_attention.ipynb"
+    nb, _ = course_notebook(path, "seed one")
+    params = grading.chapter("ch04").EXERCISES[4].variant.params(grading.course_rng("seed one", "ch04", "ex4"))
+    expected = 3 * (params["d_in"] * params["d"] + params["d"]) + (params["d"] ** 2 + params["d"])
+    (test,) = [c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ch04_ex4_test1"]
+    assert f"want = {expected!r}" in test
+    assert f"want = {657_408!r}" in [c.source for c in course_notebook(path)[0].cells
+                                     if c.metadata.get("nbgrader", {}).get("grade_id") == "ch04_ex4_test1"][0]
+
+
+def test_a_lecturers_edit_is_kept(tmp_path, capsys):
+    chapter = ROOT / "notebooks" / "04_multi_head_attention.ipynb"
+    course = tmp_path / "course"
+    assert write_course(course, [chapter]) == ["ch04"]
+    source = course / "source" / "ch04" / chapter.name
+    manifest = json.loads((course / nbgrader_course.MANIFEST).read_text())
+    assert set(manifest["files"]) == {"nbgrader_config.py", "source/ch04/" + chapter.name, "rubrics/ch04.md"}
+    write_course(course, [chapter])  # unchanged files: written again without a word
+
+    nb = nbformat.read(source, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("A lecturer's note"))
+    nbformat.write(nb, source)
+    edited = source.read_bytes()
+    with pytest.raises(FileExistsError, match="source/ch04/04_multi_head_attention.ipynb"):
+        write_course(course, [chapter], seed="another")
+    assert source.read_bytes() == edited  # nothing written, not even the seed's other numbers
+    assert nbgrader_course.main([str(course), str(chapter)]) == 1
+    assert "--force" in capsys.readouterr().err
+
+    write_course(course, [chapter], force=True)
+    (backup,) = (course / "backups").rglob(chapter.name)
+    assert backup.read_bytes() == edited
+    assert source.read_bytes() != edited
+
+    (course / nbgrader_course.MANIFEST).unlink()  # a course made before the record existed: its files are kept too
+    with pytest.raises(FileExistsError):
+        write_course(course, [chapter], seed="another")
