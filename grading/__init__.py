@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import math
 import importlib
 import random
 import textwrap
@@ -184,6 +185,8 @@ def same(a, b, rel=1e-5, tiny=1e-6):
         return ka is kb and a == b  # e.g. the word "tensor" that marks a tensor's values
     if a == b or (a != a and b != b):  # equal, or both NaN
         return True
+    if a - a != 0 or b - b != 0:  # an infinity or a NaN that is not equal to the other
+        return False
     difference = a - b if a > b else b - a
     size = b if b > 0 else -b
     return difference <= tiny + rel * size
@@ -219,7 +222,7 @@ def value_test(name: str, expected: Any, index: int | None = None, check: str | 
     if check:
         lines.append(check)
     else:
-        lines.append(f"want = {canonical(expected)!r}")
+        lines.append(f"want = {literal(canonical(expected))}")
         lines.append(f"assert same(got, want), '{name} is not right'")
     return "\n".join(lines)
 
@@ -243,6 +246,15 @@ def function_test(name: str, part: Part, reference: str, seed: int, compare: str
         _indent(part.compare or compare or "ok = same(result, want)"),
         f"    assert ok, '{name} gives a wrong result on a hidden case ({part.label})'",
     ])
+
+
+def literal(value: Any) -> str:
+    """Python code for a plain value; infinities and NaN as ``float("inf")``, which ``repr`` does not give."""
+    if isinstance(value, tuple):
+        return "(" + "".join(literal(v) + ", " for v in value) + ")"
+    if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
+        return f'float("{value}")'
+    return repr(value)
 
 
 def canonical(value: Any) -> Any:

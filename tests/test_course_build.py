@@ -121,3 +121,74 @@ def test_a_lecturers_edit_is_kept(tmp_path, capsys):
     (course / nbgrader_course.MANIFEST).unlink()  # a course made before the record existed: its files are kept too
     with pytest.raises(FileExistsError):
         write_course(course, [chapter], seed="another")
+
+
+# ---- the hidden tests themselves, run in this process on the course's own solutions (seconds, no kernel) --------
+
+CHEAT_ANSWER = '''\
+import builtins
+import torch
+AssertionError = Exception
+builtins_assertion = builtins.AssertionError
+len = lambda x: 0  # noqa: E731
+range = zip = lambda *args: ()  # noqa: E731
+{names} = None
+'''
+
+
+def _run_hidden(nb, answers: dict[str, str], prelude: str = "") -> dict[str, bool]:
+    """Run each answer cell's code, then each hidden test, in one namespace: {grade_id: passed}."""
+    namespace: dict = {}
+    exec("import math\nimport torch\n" + prelude, namespace)  # noqa: S102
+    passed = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code":
+            continue
+        if meta.get("solution"):
+            try:
+                exec(answers.get(meta["grade_id"], strip_markers(cell.source)), namespace)  # noqa: S102
+            except NotImplementedError:
+                pass
+        elif meta.get("grade"):
+            try:
+                exec(cell.source, namespace)  # noqa: S102
+                passed[meta["grade_id"]] = True
+            except Exception:  # noqa: BLE001 - any error fails the test, as under nbgrader
+                passed[meta["grade_id"]] = False
+    return passed
+
+
+@pytest.mark.parametrize("path", GRADED, ids=[p.name[:2] for p in GRADED])
+def test_hidden_tests_pass_the_solutions_and_fail_blank_and_cheating_answers(path):
+    nb, _ = course_notebook(path, "a course")
+    spec = grading.chapter("ch" + path.name[:2])
+    right = _run_hidden(nb, {})
+    assert right and all(right.values()), [g for g, ok in right.items() if not ok]
+    answers = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"]
+    stub = "raise NotImplementedError('Exercise: not answered yet')"
+    assert not any(_run_hidden(nb, {c.metadata["nbgrader"]["grade_id"]: stub for c in answers}).values())
+    names = sorted({n for c in answers for n in _defined_names(c.source)})
+    cheat = CHEAT_ANSWER.format(names=" = ".join(names))
+    assert not any(_run_hidden(nb, {c.metadata["nbgrader"]["grade_id"]: cheat for c in answers}).values())
+    partly = _run_hidden(nb, partly_right(nb, spec))
+    assert any(partly.values()) and not all(partly.values())
+
+
+def partly_right(nb, spec) -> dict[str, str]:
+    """The answers of ``PARTLY_RIGHT`` by grade_id: code, or made from the right answer by a function."""
+    right = {c.metadata["nbgrader"]["grade_id"]: strip_markers(c.source) for c in nb.cells
+             if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
+    prefix = right and next(iter(right)).split("_")[0]
+    answers = {}
+    for number, code in spec.PARTLY_RIGHT.items():
+        grade_id = f"{prefix}_ex{number}_answer"
+        answers[grade_id] = code(right[grade_id]) if callable(code) else code
+    return answers
+
+
+def _defined_names(source: str) -> list[str]:
+    import ast
+    tree = ast.parse(strip_markers(source))
+    return [n.name if isinstance(n, ast.FunctionDef) else n.targets[0].id for n in tree.body
+            if isinstance(n, ast.FunctionDef) or (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name))]

@@ -104,7 +104,8 @@ def submissions(course: Path, path: Path) -> dict[str, nbformat.NotebookNode]:
         return nb
 
     answers = [g for g in source if g not in explain]
-    partly = {f"{prefix}_ex{k}_answer": code for k, code in getattr(spec, "PARTLY_RIGHT", {}).items()}
+    partly = {g: code(strip_markers(source[g].source)) if callable(code) else code
+              for g, code in ((f"{prefix}_ex{k}_answer", c) for k, c in getattr(spec, "PARTLY_RIGHT", {}).items())}
     functions, values = set(), set()
     for grade_id in answers:
         f, v = _defined(source[grade_id].source)
