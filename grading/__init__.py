@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import math
 import importlib
+import math
 import random
 import textwrap
 from collections.abc import Callable
