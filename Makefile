@@ -226,7 +226,7 @@ test-browser: $(BROWSER_STAMP) ## run chapters/ 03, 05, 11 and zh-CN/chapters/ 0
 	timeout --kill-after=30 1200 $(BIN)/python -m pytest tests/browser
 
 # The graded course (tools/nbgrader_course.py, grading/): hidden tests, written questions, rubrics in course/rubrics/.
-# SEED=text gives the course numbers of its own (keep it from students); a file of course/ that you edited is never
+# A new course draws its own numbers (SEED=text chooses them, SEED=public keeps the chapters'); a file you edited is never
 # overwritten: the build stops and lists it, unless FORCE=1 (your version is copied to course/backups/ first).
 .PHONY: assignments test-course
 COURSE ?= course

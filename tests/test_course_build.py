@@ -192,3 +192,20 @@ def _defined_names(source: str) -> list[str]:
     tree = ast.parse(strip_markers(source))
     return [n.name if isinstance(n, ast.FunctionDef) else n.targets[0].id for n in tree.body
             if isinstance(n, ast.FunctionDef) or (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name))]
+
+
+def test_a_new_course_draws_its_own_numbers_and_keeps_them(tmp_path):
+    chapter = ROOT / "notebooks" / "04_multi_head_attention.ipynb"
+    answers = []
+    for name in ("one", "two"):
+        write_course(tmp_path / name, [chapter])
+        seed = json.loads((tmp_path / name / nbgrader_course.MANIFEST).read_text())["seed"]
+        source = tmp_path / name / "source" / "ch04" / chapter.name
+        answers.append(_answers(nbformat.read(source, as_version=4)))
+        write_course(tmp_path / name, [chapter])  # the recorded seed again: the same files, no conflict
+        assert json.loads((tmp_path / name / nbgrader_course.MANIFEST).read_text())["seed"] == seed
+    assert answers[0] != answers[1]
+    write_course(tmp_path / "public", [chapter], seed=nbgrader_course.PUBLIC)
+    public = _answers(nbformat.read(tmp_path / "public" / "source" / "ch04" / chapter.name, as_version=4))
+    assert public["ch04_ex4_answer"] == "# the number of learned parameters (weights and biases)\n" \
+                                        "answer = 3 * (256 * 512 + 512) + (512 * 512 + 512)"

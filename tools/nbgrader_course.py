@@ -11,7 +11,8 @@ The course's source notebook is the instructor notebook with, for every exercise
 - its checker cells kept as practice: locked, ungraded (they show ✅/❌ while the student works, they give no marks);
 - after them, one locked graded test cell per part of the answer, whose test is nbgrader's hidden test
   (``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS``): stripped from the release, restored at autograde;
-- with ``--seed``, other numbers where the exercise has a variant (question, solution and hidden test together);
+- other numbers where the exercise has a variant (question, solution and hidden test together), drawn from the
+  course's seed: ``--seed TEXT``, else the one recorded when the course was made, else a new random one;
 - after the exercise that ``grading`` names, a written question and its manually graded answer cell.
 
 A chapter with graded exercises and no ``grading/chNN.py``, or an exercise the module does not grade, stops the
@@ -29,6 +30,7 @@ import datetime
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -46,6 +48,7 @@ except ModuleNotFoundError:  # run as a script: python tools/nbgrader_course.py
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ".generated.json"
+PUBLIC = "public"  # --seed public: the numbers of the chapters themselves
 
 # nbgrader's release replaces each solution with this stub. Inside a function it is indented with the markers.
 CODE_STUB = ('# YOUR CODE HERE: replace these two lines with your answer\n'
@@ -235,10 +238,20 @@ def _notebook_bytes(nb: nbformat.NotebookNode) -> bytes:
 def write_course(course_dir: Path, notebooks: list[Path], seed: str | None = None, force: bool = False) -> list[str]:
     """Write the course's files (see the module's docstring); returns the assignments, chNN.
 
+    ``seed``: the course's numbers; None keeps the seed this course was made with, or draws a new one for a new
+    course (recorded in ``.generated.json``, with the files' hashes); ``"public"``: the chapters' own numbers.
+
     Raises:
         FileExistsError: when a file to write was edited since this tool wrote it (or not written by it), without
             ``force``; nothing is written then.
     """
+    manifest_path = course_dir / MANIFEST
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {"files": {}}
+    if seed is None:  # the course's own numbers, drawn once and kept: a second build writes the same files
+        seed = manifest.get("seed") or secrets.token_hex(8)
+        if not manifest.get("seed"):
+            print(f"{course_dir}: a new course, its numbers drawn from the seed {seed} (kept in {MANIFEST})")
+    numbers = None if seed == PUBLIC else seed
     files: dict[str, bytes] = {"nbgrader_config.py": (
         "c = get_config()  # noqa: F821 - nbgrader's config loader defines it\n"
         f"c.CourseDirectory.root = {str(course_dir.resolve())!r}\n"
@@ -254,12 +267,10 @@ def write_course(course_dir: Path, notebooks: list[Path], seed: str | None = Non
         if not graded(path):
             continue
         name = chapter_prefix(path)
-        nb, rubric = course_notebook(path, seed)
+        nb, rubric = course_notebook(path, numbers)
         files[f"source/{name}/{path.name}"] = _notebook_bytes(nb)
         files[f"rubrics/{name}.md"] = (rubric + "\n").encode()
         names.append(name)
-    manifest_path = course_dir / MANIFEST
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {"files": {}}
     edited = [rel for rel, data in files.items() if (course_dir / rel).exists()
               and (course_dir / rel).read_bytes() != data
               and _digest((course_dir / rel).read_bytes()) != manifest["files"].get(rel)]
@@ -300,7 +311,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("course_dir", type=Path)
     parser.add_argument("notebooks", nargs="*", type=Path)
-    parser.add_argument("--seed", default=None, help="this course's numbers (any text; keep it from students)")
+    parser.add_argument("--seed", default=None, help="this course's numbers (any text; keep it from students). "
+                        "Default: the seed the course was made with, or a new random one; 'public': the chapters'")
     parser.add_argument("--force", action="store_true", help="replace edited files (copied to backups/ first)")
     args = parser.parse_args(argv)
     notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
