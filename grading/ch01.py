@@ -1,11 +1,16 @@
 """Grading of chapter 01, tensor shapes."""
 
-from grading import Explain, Function, Part, Value
+from grading import Explain, Function, Part, Value, Variant
 
 SHAPES = "[(b, n, h, d) for b, n, h, d in [(2, 3, 2, 4), (1, 5, 4, 3), (3, 2, 3, 5)]]"
 
 EXERCISES = {
-    1: Value(parts=["A.stride()", "A.T.stride()"]),
+    # A row-major (r, c) tensor steps c elements per row, 1 per column; its transpose swaps the two.
+    1: Value(parts=["A.stride()", "A.T.stride()"], variant=Variant(
+        params=lambda rng: (lambda r, c: {"r": r, "c": c, "n": r * c})(rng.randint(2, 7), rng.choice([3, 5, 7, 8, 9])),
+        replace=[("`A = torch.arange(24).reshape(4, 6)`", "`A = torch.arange({n}).reshape({r}, {c})`")],
+        solution="answer = (({c}, 1), (1, {c}))",
+        expected=lambda p: ((p["c"], 1), (1, p["c"])))),
     2: Value(parts=["X.permute(2, 0, 1)", "X.transpose(0, 2)"]),
     3: Function(parts=[Part("random sizes", f"cases = [(torch.randn(b, n, h * d, generator=g), h) for b, n, h, d in "
                                             f"{SHAPES}]")]),

@@ -1,9 +1,14 @@
 """Grading of chapter 03, splitting heads."""
 
-from grading import Explain, Function, Part, Value
+from grading import Explain, Function, Part, Value, Variant
 
 EXERCISES = {
-    1: Value(parts=["shape", "sample"]),
+    # Three sentences of 6 features split into h heads: (3 h, 2, 6 / h); sentence 2, head 1 is sample 2 h + 1.
+    1: Value(parts=["shape", "sample"], variant=Variant(
+        params=lambda rng: {"h": rng.choice([2, 6])},
+        replace=[("`num_heads = 3`", "`num_heads = {h}`")],
+        solution="answer = ((3 * {h}, 2, 6 // {h}), 2 * {h} + 1)",
+        expected=lambda p: ((3 * p["h"], 2, 6 // p["h"]), 2 * p["h"] + 1))),
     2: Function(parts=[Part("random sizes", "cases = [(torch.randn(b, n, h * d, generator=g), h) for b, n, h, d in "
                                             "[(2, 3, 2, 4), (3, 2, 3, 2), (1, 4, 4, 3)]]")]),
     3: Function(parts=[Part("random sizes", "cases = [(torch.randn(b * h, n, d, generator=g), h) for b, n, h, d in "

@@ -1,6 +1,6 @@
 """Grading of chapter 05, the interactive explorer."""
 
-from grading import Explain, Function, Part, Value
+from grading import Explain, Function, Part, Value, Variant
 
 EXERCISES = {
     # Every divisor of 48, in any order.
@@ -9,7 +9,13 @@ EXERCISES = {
     2: Value(),
     3: Function(parts=[Part("random sizes", "cases = [tuple_(int(n) for n in torch.randint(1, 65, (4,), generator=g)) "
                                             "for _ in range(6)]")]),
-    4: Value(),
+    # Bytes of float32 scores: batch_size * num_heads * n * n * 4.
+    4: Value(variant=Variant(
+        params=lambda rng: {"h": rng.choice([4, 8, 12, 32]), "b": rng.choice([2, 4, 16]), "n": rng.choice([512, 2048])},
+        replace=[("16 heads on a batch of 8\nsequences of 1024 tokens", "{h} heads on a batch of {b}\nsequences of {n} tokens", "en"),
+                 ("16 个头", "{h} 个头", "zh_CN"), ("8 个序列、每个 1024 个词元", "{b} 个序列、每个 {n} 个词元", "zh_CN")],
+        solution="answer = {b} * {h} * {n} * {n} * 4",
+        expected=lambda p: p["b"] * p["h"] * p["n"] * p["n"] * 4)),
     5: Value(),
 }
 

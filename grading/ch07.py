@@ -3,7 +3,13 @@
 from grading import Explain, Function, Part, Value, Variant
 
 EXERCISES = {
-    1: Value(parts=["loop over samples", "loop over heads", "batched"]),
+    # One call per sample, one per head (the heads' loop runs over the whole batch), one batched call.
+    1: Value(parts=["loop over samples", "loop over heads", "batched"], variant=Variant(
+        params=lambda rng: {"b": rng.choice([16, 32, 128]), "h": rng.choice([2, 4, 6, 12])},
+        replace=[("`batch_size = 64`", "`batch_size = {b}`"), ("and 8 heads", "and {h} heads", "en"),
+                 ("、8 个头", "、{h} 个头", "zh_CN"), ("call_plan(64, 12, 96, 8)", "call_plan({b}, 12, 96, {h})")],
+        solution="answer = ({b}, {h}, 1)",
+        expected=lambda p: (p["b"], p["h"], 1))),
     # Bytes of one float16 score tensor: batch_size * 12 heads * n * n * 2.
     2: Value(variant=Variant(
         params=lambda rng: {"b": rng.choice([2, 4, 16, 32]), "n": rng.choice([512, 1024, 2048, 8192])},
@@ -16,7 +22,8 @@ EXERCISES = {
     4: Value(),
 }
 
-PARTLY_RIGHT = {1: "answer = (64, 8 * 64, 1)"}
+# The heads' loop counted once per sample and head: right for the samples and the batched call only.
+PARTLY_RIGHT = {1: lambda right: right + "\nanswer = (answer[0], answer[0] * answer[1], answer[2])"}
 
 EXPLAIN = [Explain(
     after=1, points=2,

@@ -1,9 +1,14 @@
 """Grading of chapter 09, the KV cache and grouped-query attention."""
 
-from grading import Explain, Function, Part, Value
+from grading import Explain, Function, Part, Value, Variant
 
 EXERCISES = {
-    1: Value(),
+    # 8 query heads in groups of 8 / kv: query head i reads key-value head i // (8 / kv).
+    1: Value(variant=Variant(
+        params=lambda rng: {"kv": rng.choice([1, 4])},
+        replace=[("and 2 key-value heads", "and {kv} key-value heads", "en"), ("和 2 个键值头", "和 {kv} 个键值头", "zh_CN")],
+        solution="answer = tuple(i // (8 // {kv}) for i in range(8))",
+        expected=lambda p: tuple(i // (8 // p["kv"]) for i in range(8)))),
     2: Function(parts=[Part("random groups", "cases = [(torch.randn(b, kv, n, d, generator=g), groups) for b, kv, n, d, "
                                             "groups in [(2, 2, 3, 4, 4), (1, 3, 2, 2, 2), (2, 1, 4, 3, 5)]]")]),
     3: Value(),

@@ -1,6 +1,6 @@
 """Grading of chapter 10, tiled attention."""
 
-from grading import Explain, Function, Part, Value
+from grading import Explain, Function, Part, Value, Variant
 
 EXERCISES = {
     1: Function(parts=[
@@ -16,7 +16,14 @@ EXERCISES = {
                                             "(1, 7, 300, 8, 32), (4, 3, 65, 16, 64)]]"),
         Part("a tile larger than the keys", "cases = [(b, q, k, v, t) for b, q, k, v, t in [(2, 16, 100, 64, 128), "
                                             "(1, 5, 3, 8, 32)]]")]),
-    3: Value(parts=["without a mask", "causal"]),
+    # ceil(keys / tile) tiles; with causal=True only the keys the queries can see: ceil(min(keys, queries) / tile).
+    3: Value(parts=["without a mask", "causal"], variant=Variant(
+        params=lambda rng: {"k": rng.choice([700, 1500, 2100]), "t": rng.choice([64, 256]), "q": rng.choice([100, 384])},
+        replace=[("1000 keys, tiles of 128 keys", "{k} keys, tiles of {t} keys", "en"),
+                 ("1000 个键，每块 128 个键", "{k} 个键，每块 {t} 个键", "zh_CN"),
+                 ("256 queries", "{q} queries"), ("256 个查询", "{q} 个查询", "zh_CN")],
+        solution="answer = (-(-{k} // {t}), -(-min({k}, {q}) // {t}))",
+        expected=lambda p: (-(-p["k"] // p["t"]), -(-min(p["k"], p["q"]) // p["t"])))),
 }
 
 PARTLY_RIGHT = {2: '''\

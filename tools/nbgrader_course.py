@@ -278,7 +278,8 @@ def write_course(course_dir: Path, notebooks: list[Path], seed: str | None = Non
         raise FileExistsError(
             f"{course_dir}: these files were changed after this tool wrote them (or were not written by it), so they "
             "are left as they are and nothing was written:\n" + "\n".join(f"  {rel}" for rel in edited)
-            + "\nKeep your edits (write your course elsewhere: COURSE=other/folder), or replace them with --force "
+            + "\nKeep your edits (to release an edited chapter: `nbgrader generate_assignment chNN --force` in "
+              f"{course_dir}), write a new course elsewhere (COURSE=other/folder), or replace them with --force "
               "(make assignments FORCE=1), which first copies each into backups/.")
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     for rel in edited:
