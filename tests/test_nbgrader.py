@@ -46,6 +46,9 @@ def test_round_trip(tmp_path, chapter):
     release = course / "release" / "ch08" / chapter.name
     assert "### BEGIN SOLUTION" not in release.read_text()
     assert "BEGIN HIDDEN TESTS" not in release.read_text()
+    # The written question's model answer and rubric stay in the source: the release has nbgrader's stub
+    assert not {"Rubric", "评分细则", "Model answer", "参考答案"} & set(release.read_text().split("**"))
+    assert (course / "rubrics" / "ch08.md").read_text().count("\n## ") == 1
     # The graded test cells are hidden tests (grading/ch08.py): the release shows their first line only.
     source = course / "source" / "ch08" / chapter.name
     tests = [c.source for c in nbformat.read(release, as_version=4).cells

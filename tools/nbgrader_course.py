@@ -66,6 +66,7 @@ WORDS = {
     },
     "zh_CN": {
         "test": "练习 {number}{part}：提交之后再检查（{points} 分）。",
+        "part": "（第 {part} 部分）",
         "variant": "# 本次作业的数字与本章不同，本章的检查器无法检查：提交之后再检查你的答案。",
         "answer": "**你对上面问题的回答**（几句话；由人工评分）：",
         "rubric_title": "# {name} 的评分细则：书面问题（供助教使用）",
@@ -182,7 +183,8 @@ def course_notebook(path: Path, seed: str | None = None) -> tuple[nbformat.Noteb
                        None if variant is None else expected)
         cells = []
         for p, (label, points, body) in enumerate(tests, start=1):
-            part = f" ({label})" if label and len(tests) > 1 else ""
+            part = ("" if not label or len(tests) == 1 else f" ({label})" if language == "en"
+                    else words["part"].format(part=p))  # the labels of grading/ are English
             title = words["test"].format(number=number, part=part, points=points, s="" if points == 1 else "s")
             cells.append(_cell("code", grading.hidden_cell(title, body),
                                _meta(f"{name}_test{p}", grade=True, points=points)))
