@@ -227,10 +227,18 @@ $(BROWSER_STAMP): $(STAMP)
 test-browser: $(BROWSER_STAMP) ## run chapters/ 03, 05, 11 and zh-CN/chapters/ 03 in JupyterLab in headless Chromium, open every reader chapter and count its figures (needs chromium)
 	timeout --kill-after=30 1200 $(BIN)/python -m pytest tests/browser
 
-.PHONY: assignments
+# The graded course (tools/nbgrader_course.py, grading/): hidden tests, written questions, rubrics in course/rubrics/.
+# A new course draws its own numbers (SEED=text chooses them, SEED=public keeps the chapters'); a file you edited is never
+# overwritten: the build stops and lists it, unless FORCE=1 (your version is copied to course/backups/ first).
+.PHONY: assignments test-course
 COURSE ?= course
-assignments: $(STAMP) ## an nbgrader course in course/ (another folder: COURSE=path): source/ = the graded notebooks/, release/ by nbgrader
-	$(BIN)/python -m tools.nbgrader_course $(COURSE)
+COURSE_ARGS = $(if $(SEED),--seed '$(SEED)') $(if $(FORCE),--force)
+assignments: $(STAMP) ## an nbgrader course in course/ (COURSE=path, SEED=your course's numbers, FORCE=1 replaces your edits)
+	$(BIN)/python -m tools.nbgrader_course $(COURSE) $(COURSE_ARGS)
+
+# Every graded chapter through nbgrader autograde with four submissions: right, partly right, blank, cheating.
+test-course: $(STAMP) ## autograde every graded chapter: right, partly right, blank and cheating submissions score as they should
+	timeout --kill-after=30 3000 $(BIN)/python -m pytest -n auto -s tests/autograde
 
 # --- 简体中文版: the Chinese edition -----------------------------------------------------------------------------------
 # zh-CN/notebooks/ is built from notebooks/ and the translations in translations/zh_CN/ by tools/translate.py (the code
@@ -264,8 +272,8 @@ slides-zh: $(STAMP) $(LECTURE_ASSETS) ## the Chinese lecture decks and solved ha
 	rm -rf build/slides-zh
 	$(BIN)/python -m tools.lecture slides --assets $(LECTURE_VENDOR) --out build/slides-zh $(ZH_NOTEBOOKS)
 
-assignments-zh: $(STAMP) ## the nbgrader course of the Chinese chapters in course-zh/
-	$(BIN)/python -m tools.nbgrader_course course-zh $(ZH_NOTEBOOKS)
+assignments-zh: $(STAMP) ## the nbgrader course of the Chinese chapters in course-zh/ (SEED=..., FORCE=1 as for assignments)
+	$(BIN)/python -m tools.nbgrader_course course-zh $(ZH_NOTEBOOKS) $(COURSE_ARGS)
 
 # --- A trial course on JupyterHub (issue 30): hub/jupyterhub_config.py, docs/teaching.md "A course on JupyterHub" ---
 # JupyterHub from the `hub` extra, its proxy configurable-http-proxy from npm (hub/package-lock.json, `npm ci`, needs
@@ -289,7 +297,7 @@ $(HUB_PROXY): hub/package.json hub/package-lock.json
 
 # The course is made again only when a chapter changed; the hub keeps its users' files and gradebook in build/hub.
 HUB_COURSE := build/hub/course/.made
-$(HUB_COURSE): $(NOTEBOOKS) tools/nbgrader_course.py | $(STAMP)
+$(HUB_COURSE): $(NOTEBOOKS) tools/nbgrader_course.py $(wildcard grading/*.py) | $(STAMP)
 	$(MAKE) assignments COURSE=build/hub/course
 	touch $@
 

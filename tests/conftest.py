@@ -14,6 +14,6 @@ def _seed() -> None:
 
 # The real-browser tests (tests/browser) start JupyterLab and Chromium: `make test-browser` runs them on
 # their own. `pytest tests` and `make test-unit` leave them out; `pytest tests/browser` still runs them.
-# The same for the course on a JupyterHub (tests/hub, `make test-hub`), the book (tests/book, `make test-book`) and
-# the lecture decks (tests/slides, `make test-slides`).
-collect_ignore = ["browser", "hub", "book", "slides"]
+# The same for the course on a JupyterHub (tests/hub, `make test-hub`), the book (tests/book, `make test-book`),
+# the lecture decks (tests/slides, `make test-slides`) and the autograded course (tests/autograde, `make test-course`).
+collect_ignore = ["browser", "hub", "book", "slides", "autograde"]

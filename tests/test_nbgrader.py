@@ -1,5 +1,6 @@
 """The nbgrader round trip, without a hub: generate the assignment from chapter 08, submit a correct and a wrong
-notebook, autograde both with nbgrader itself, and read the scores from nbgrader's gradebook."""
+notebook, autograde both with nbgrader itself, and read the scores from nbgrader's gradebook. (Every graded chapter
+with four kinds of submission, right, partly right, blank and cheating: tests/autograde, `make test-course`.)"""
 
 import re
 import shutil
@@ -10,6 +11,7 @@ import pytest
 
 nbgrader_api = pytest.importorskip("nbgrader.api")
 
+import grading  # noqa: E402
 from tools.nbgrader_course import nbgrader, write_course  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,7 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = [ROOT / "notebooks" / "08_pitfalls.ipynb", ROOT / "zh-CN" / "notebooks" / "08_pitfalls.ipynb"]
 
 
-# Chapter 08's answers, by the exercise each answer cell names: all right, and one wrong (it loses one point).
+# Chapter 08's answers, by the exercise each answer cell names: all right, and one wrong (it loses one point). The
+# written question (grading/ch08.py) is left unanswered: it scores 0 until a teaching assistant grades it.
 # tests/hub/ submits the same two through a JupyterHub.
 RIGHT_CH08 = {"Exercise 1": "def fixed_softmax(scores, mask):\n    return torch.softmax(scores.masked_fill("
                             "mask == 0, torch.finfo(scores.dtype).min), dim=-1)",
@@ -31,7 +34,7 @@ def fill_in(nb: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.Note
 
     A solution cell names its exercise in a comment, "Exercise 3" (or, translated in the Chinese edition, "练习 3").
     """
-    solutions = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    solutions = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"]
     assert solutions and all("raise NotImplementedError" in c.source for c in solutions)  # nbgrader's stubs
     for cell in solutions:
         number = re.search(r"(?:Exercise|练习) (\d+)", cell.source).group(1)
@@ -47,14 +50,19 @@ def test_round_trip(tmp_path, chapter):
     nbgrader(course, "generate_assignment", "ch08", "--force")
     release = course / "release" / "ch08" / chapter.name
     assert "### BEGIN SOLUTION" not in release.read_text()
-    # The checker cells are the instructor's, unchanged: the checkers themselves raise under nbgrader.
-    def graded(path: Path) -> list[str]:
-        cells = nbformat.read(path, as_version=4).cells
-        return [c.source for c in cells if c.metadata.get("nbgrader", {}).get("grade")]
-
-    tests = graded(release)
-    assert tests == graded(chapter)
-    assert tests and all(t.startswith("check_") for t in tests)
+    assert "BEGIN HIDDEN TESTS" not in release.read_text()
+    # The written question's model answer and rubric stay in the source: the release has nbgrader's stub
+    (explain,) = grading.chapter("ch08").EXPLAIN
+    text = nbformat.read(release, as_version=4)
+    assert not any(part[:40] in cell.source for cell in text.cells for texts in (explain.model, explain.rubric)
+                   for part in texts.values())
+    assert (course / "rubrics" / "ch08.md").read_text().count("\n## ") == 1
+    # The graded test cells are hidden tests (grading/ch08.py): the release shows their first line only.
+    source = course / "source" / "ch08" / chapter.name
+    tests = [c.source for c in nbformat.read(release, as_version=4).cells
+             if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
+    assert tests and all(t.startswith("# ") and len(t.splitlines()) == 1 for t in tests), tests
+    assert source.read_text().count("### BEGIN HIDDEN TESTS") == len(tests)
 
     for student, answers in [("right", RIGHT_CH08), ("wrong", WRONG_CH08)]:
         nbgrader(course, "db", "student", "add", student)
@@ -66,6 +74,6 @@ def test_round_trip(tmp_path, chapter):
     with nbgrader_api.Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         scores = {s: gradebook.find_submission("ch08", s).score for s in ("right", "wrong")}
         max_score = gradebook.find_assignment("ch08").max_score
-    assert max_score == 3
-    assert scores == {"right": 3, "wrong": 2}
+    assert max_score == 6  # exercise 1 in two parts, 3 and 4: 4 points autograded; the written answer: 2 by hand
+    assert scores == {"right": 4, "wrong": 3}
     shutil.rmtree(course)

@@ -28,7 +28,9 @@ is a solution cell (schema 3; grade_id ``chNN_exK_answer``) whose code sits betw
 stay above), and each checker cell is a locked, graded test cell (grade_id ``chNN_exK_check``) worth one point per
 checker call. K is the number of the exercise in the chapter's text ("Exercise K"), else its place in the chapter.
 The checkers raise ``AssertionError`` under nbgrader (``mha_lib/exercises/_engine.py``), so the checker cells need
-no change to be autograded tests.
+no change to be autograded tests. They are not fit for marks (an answer cell can rebind a checker's name): the
+course of ``make assignments`` (``tools/nbgrader_course.py``) grades with hidden tests instead and keeps the
+checkers as ungraded practice.
 """
 
 from __future__ import annotations

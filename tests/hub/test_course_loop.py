@@ -111,7 +111,8 @@ def test_only_the_instructor_opens_the_formgrader(hub: Hub):
 # --- the course loop ----------------------------------------------------------------------------------------------
 
 def test_release_fetch_submit_collect_autograde(released: Hub):
-    """Two students fetch ch08; one submits right answers, one a wrong one; the gradebook says 3 of 3 and 2 of 3."""
+    """Two students fetch ch08; one submits right answers, one a wrong one; the gradebook says 4 and 3 of 6 (the
+    written answer, 2 points, waits for a teaching assistant)."""
     hub = released
     answers = {"student1": RIGHT_CH08, "student2": WRONG_CH08}
     for student, answer in answers.items():
@@ -132,12 +133,12 @@ def test_release_fetch_submit_collect_autograde(released: Hub):
 
     submissions = {s["student"]: s for s in hub.ok("GET", f"{FORMGRADER}/submissions/{ASSIGNMENT}", "instructor")}
     assert {name: (s["score"], s["max_score"]) for name, s in submissions.items() if name in answers} == {
-        "student1": (3, 3), "student2": (2, 3)}
+        "student1": (4, 6), "student2": (3, 6)}
     assert all(s["autograded"] for name, s in submissions.items() if name in answers)
     # The same scores in nbgrader's gradebook file of the course folder, read with nbgrader's own API.
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{hub.state / 'course' / 'gradebook.db'}") as gradebook:
-        assert {s: gradebook.find_submission(ASSIGNMENT, s).score for s in answers} == {"student1": 3, "student2": 2}
+        assert {s: gradebook.find_submission(ASSIGNMENT, s).score for s in answers} == {"student1": 4, "student2": 3}
 
 
 # --- the installed collection, and private submissions -------------------------------------------------------------
@@ -241,9 +242,13 @@ def test_student_opens_the_fetched_assignment_unsolved(released: Hub, chromium_e
             shutil.chown(path, student, student)
     fetch(hub, student)
     cells = nbformat.read(hub.state / "home" / student / NOTEBOOK, as_version=4).cells
-    answer_cells = [i for i, c in enumerate(cells) if c.metadata.get("nbgrader", {}).get("solution")]
+    answer_cells = [i for i, c in enumerate(cells) if c.metadata.get("nbgrader", {}).get("solution")
+                    and c.cell_type == "code"]  # the written question's answer cell is markdown
     first_answer = answer_cells[0]  # exercise 1: a function whose body is nbgrader's stub, its checker below
-    assert cells[first_answer + 1].metadata["nbgrader"]["grade"]
+    # The chapter's checker: locked and ungraded (practice); the graded cells after it hold hidden tests
+    assert cells[first_answer + 1].metadata["nbgrader"] == {**cells[first_answer + 1].metadata["nbgrader"],
+                                                            "grade": False, "locked": True}
+    assert cells[first_answer + 2].metadata["nbgrader"]["grade"]
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_executable, headless=True)
