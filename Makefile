@@ -237,8 +237,10 @@ assignments: $(STAMP) ## an nbgrader course in course/ (COURSE=path, SEED=your c
 	$(BIN)/python -m tools.nbgrader_course $(COURSE) $(COURSE_ARGS)
 
 # Every graded chapter through nbgrader autograde with four submissions: right, partly right, blank, cheating.
+# One pytest worker per core, one thread per kernel (several threads per kernel on a busy machine only wait for each
+# other); -rP prints each chapter's scores, --durations where the time went.
 test-course: $(STAMP) ## autograde every graded chapter: right, partly right, blank and cheating submissions score as they should
-	timeout --kill-after=30 3000 $(BIN)/python -m pytest -n auto -s tests/autograde
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 timeout --kill-after=30 3000 $(BIN)/python -m pytest -n auto -rP --durations=0 tests/autograde
 
 # --- 简体中文版: the Chinese edition -----------------------------------------------------------------------------------
 # zh-CN/notebooks/ is built from notebooks/ and the translations in translations/zh_CN/ by tools/translate.py (the code

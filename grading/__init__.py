@@ -136,6 +136,7 @@ import torch
 from IPython import get_ipython
 from IPython.display import clear_output
 tuple_, list_, int_, float_, bool_ = ().__class__, [].__class__, (0).__class__, (0.0).__class__, (0 == 0).__class__
+str_, set_ = "".__class__, {0}.__class__
 type_, function_, tensor_ = int_.__class__, (lambda: 0).__class__, torch.Tensor
 real = _b.__dict__
 for name in ("len", "range", "zip", "getattr", "sorted", "abs", "isinstance", "min", "max", "sum", "float", "int"):
@@ -154,10 +155,12 @@ if shell is not None:
     shell.custom_exceptions = ()  # an answer cell's set_custom_exc() must not swallow this test's AssertionError
 
 def plain(x):
-    """x as plain Python: tuples of ints, floats and bools; a tensor as ("tensor", its shape, its values)."""
+    """x as plain Python: tuples of ints, floats, bools and strings; a tensor as ("tensor", its shape, its values)."""
     kind = type_(x)
-    if kind is bool_ or kind is int_ or kind is float_:
+    if kind is bool_ or kind is int_ or kind is float_ or kind is str_:
         return x
+    if kind is set_:  # ("set", its items sorted): a set of letters such as {"A", "D"}
+        return ("set", tuple_(sorted(plain(item) for item in x)))
     if tuple_ in kind.__mro__ or kind is list_:
         items, i, n = [], 0, (tuple_.__len__(x) if tuple_ in kind.__mro__ else list_.__len__(x))
         while i < n:
@@ -167,7 +170,8 @@ def plain(x):
     if kind is tensor_:
         values = tensor_.tolist(tensor_.detach(x))
         return ("tensor", tuple_(tensor_.size(x)), plain(values) if type_(values) is list_ else values)
-    assert False, "an answer of type " + kind.__name__ + " cannot be graded: use numbers, tuples, lists, tensors"
+    assert False, ("an answer of type " + kind.__name__ + " cannot be graded: use numbers, strings, tuples, lists, "
+                   "tensors")
 
 def same(a, b, rel=1e-5, tiny=1e-6):
     """True when two plain values agree: same structure, ints equal, floats within the tolerance."""
@@ -225,6 +229,28 @@ def value_test(name: str, expected: Any, index: int | None = None, check: str | 
         lines.append(f"want = {literal(canonical(expected))}")
         lines.append(f"assert same(got, want), '{name} is not right'")
     return "\n".join(lines)
+
+
+def letters_check(name: str, right: str, choices: str) -> str:
+    """``Value.check`` code for an answer made of letters, "ad" for (a) and (d): a string, or a list, tuple or set of
+    strings, in any order and case, with spaces, commas, brackets or quotes between the letters (as the chapters'
+    checkers take it); ``right``: the right letters, ``choices``: all of them. The answer is right when its set of
+    letters is ``right``'s."""
+    if not set(right) <= set(choices) or choices != choices.lower():
+        raise ValueError(f"letters_check: right={right!r} must be letters among choices={choices!r} (lower case)")
+    return "\n".join([
+        'items = got[1] if type_(got) is tuple_ and len(got) == 2 and got[0] == "set" else got',
+        "items = items if type_(items) is tuple_ else (items,)",
+        "chosen = []",
+        "for item in items:",
+        f"    assert type_(item) is str_, '{name} should be a string of letters'",
+        "    for letter in str_.lower(item):",
+        f"        assert letter in {choices!r} or letter in \" \\t,;+&()[]'\\\"\", "
+        f"'{name}: the letters are {', '.join(choices)}'",
+        f"        if letter in {choices!r} and letter not in chosen:",
+        "            chosen.append(letter)",
+        f"assert \"\".join(sorted(chosen)) == {''.join(sorted(right))!r}, '{name} is not right'",
+    ])
 
 
 def function_test(name: str, part: Part, reference: str, seed: int, compare: str | None) -> str:

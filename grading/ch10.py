@@ -21,7 +21,7 @@ EXERCISES = {
         params=lambda rng: {"k": rng.choice([700, 1500, 2100]), "t": rng.choice([64, 256]), "q": rng.choice([100, 384])},
         replace=[("1000 keys, tiles of 128 keys", "{k} keys, tiles of {t} keys", "en"),
                  ("1000 个键，每块 128 个键", "{k} 个键，每块 {t} 个键", "zh_CN"),
-                 ("256 queries", "{q} queries"), ("256 个查询", "{q} 个查询", "zh_CN")],
+                 ("256 queries", "{q} queries", "en"), ("256 个查询", "{q} 个查询", "zh_CN")],
         solution="answer = (-(-{k} // {t}), -(-min({k}, {q}) // {t}))",
         expected=lambda p: (-(-p["k"] // p["t"]), -(-min(p["k"], p["q"]) // p["t"])))),
 }

@@ -21,6 +21,8 @@ reads a test cell's displayed number as partial credit); emptying the locked tes
 from __future__ import annotations
 
 import ast
+import json
+import math
 import sys
 from pathlib import Path
 
@@ -36,7 +38,20 @@ from tools.editions import strip_markers  # noqa: E402
 from tools.nbgrader_course import graded, nbgrader, write_course  # noqa: E402
 
 SEED = "course-test"
-GRADED = [path for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) if graded(path)]
+
+
+def _autograde_cpu_s(path: Path) -> float:
+    """CPU seconds nbgrader took to autograde one submission of the chapter, as hub/measure_sizing.py recorded them
+    in hub/sizing.json; infinite for a chapter it has not measured (a new chapter may well be the slowest)."""
+    record = json.loads((ROOT / "hub" / "sizing.json").read_text())
+    measured = {row["assignment"]: row["cpu_s"] for row in record.get("autograde", [])}
+    return measured.get("ch" + path.name[:2], math.inf)
+
+
+# The slowest chapters first: pytest-xdist hands the tests out in this order, so no worker is left with a slow
+# chapter at the end while the others idle.
+GRADED = sorted((path for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) if graded(path)),
+                key=_autograde_cpu_s, reverse=True)
 
 CHEAT = '''\
 import builtins
@@ -131,11 +146,10 @@ def test_four_students(tmp_path, path):
     release = (course / "release" / prefix / path.name).read_text()
     assert "BEGIN HIDDEN TESTS" not in release and "BEGIN SOLUTION" not in release
     for student, nb in submissions(course, path).items():
-        nbgrader(course, "db", "student", "add", student)
         target = course / "submitted" / student / prefix / path.name
         target.parent.mkdir(parents=True)
         nbformat.write(nb, target)
-    nbgrader(course, "autograde", prefix, "--force")
+    nbgrader(course, "autograde", prefix, "--create", "--force")  # --create: adds the four students to the gradebook
 
     with nbgrader_api.Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         assignment = gradebook.find_assignment(prefix)
