@@ -60,13 +60,13 @@ def ignored_share(paths: list[Path]) -> tuple[int, int]:
 
 
 def test_few_cells_escape_output_checking():
-    """Timing, widget and training-log cells only: at most 3% of all code cells, and 15% of any chapter's.
+    """Timing, widget and training-log cells only: at most 3.5% of all code cells, and 15% of any chapter's.
 
     A printed number that another CPU computes differently is made robust at its cause (float64, a coarser
     print, the asserted verdict), never hidden behind NBVAL_IGNORE_OUTPUT; this bound keeps it that way.
     """
     ignored, total = ignored_share(NOTEBOOKS)
-    assert ignored <= 0.03 * total, f"{ignored} of {total} code cells are not checked by nbval"
+    assert ignored <= 0.035 * total, f"{ignored} of {total} code cells are not checked by nbval"
     for path in NOTEBOOKS:
         ignored, total = ignored_share([path])
         assert ignored <= 0.15 * total, f"{path.name}: {ignored} of {total} code cells are not checked by nbval"

@@ -70,7 +70,7 @@ def plot_rope(base: float = 10000.0, head_dim: int = 64, max_distance: int = 102
     turn_ax.set(title=figure_text("how fast each feature pair turns"), xlabel=figure_text("pair i"),
                 ylabel=figure_text("positions per full turn"))
     for ax in (score_ax, turn_ax):
-        ax.legend(loc="upper right")
+        ax.legend(loc="upper right" if ax is score_ax else "lower right")
     fig.suptitle(figure_text("rotary position embedding: θ_i = base^(-2i / head_dim)"))
     return fig
 

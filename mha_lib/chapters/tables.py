@@ -37,6 +37,8 @@ CHAPTER_HEADERS = (
     N_("weight on t-1"), N_("weight on 0"), N_("held-out accuracy at the end"), N_("role"), N_("random, 90%"),
     N_("initial"), N_("trained"), N_("trained - initial"), N_("above random"),
     N_("local, t-1 zeroed"), N_("first, key-0 zeroed"), N_("loop over samples"),
+    N_("its weight"), N_("random heads, 90%"), N_("at initialisation"),
+    N_("trained above 95% of random"), N_("local part, t-1 head zeroed"), N_("first part, key-0 head zeroed"),
     N_("loop over heads"), N_("batched"), N_("scores shape"), N_("score bytes"), N_("calls"), N_("queries per call"),
     N_("implementation"), N_("counted (device)"), N_("device name contains"), N_("peak TFLOP/s"), N_("source"),
     N_("context"), N_("with cache"), N_("without"), N_("ratio"), N_("query heads"),

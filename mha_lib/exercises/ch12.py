@@ -85,10 +85,10 @@ def check_interleaved_to_halves(fn: Any) -> None:
         inverse:
             _("that is the inverse permutation, from halves to interleaved: row i of a head went to row 2i. Here pair "
               "i sits in rows 2i and 2i+1 and must move to rows i and i + head_dim/2: reshape (num_heads, "
-              "head_dim // 2, 2, in_features), then transpose(1, 2)."),
+              "head_dim // 2, 2, in_features), then transpose(1, 2), that is permute(0, 2, 1, 3)."),
         no_transpose:
             _("the rows are unchanged: reshape alone never moves an element. Exchange the pair axis and the member "
-              "axis with transpose(1, 2) between the two reshapes (chapter 03's reshape -> permute -> reshape)."),
+              "axis with permute(0, 2, 1, 3) between the two reshapes (chapter 03's reshape -> permute -> reshape)."),
     }
     check_function(fn, _reference_conversion, _weight_cases(), name="my_interleaved_to_halves",
                    arg_names=["W_q", "num_heads"], hints=wrong,
