@@ -76,6 +76,7 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
         layout = "(batch_size, sequence, features)"
     for name, x in (("queries", queries), ("keys", keys), ("values", values)):
         require_tensor(name, x, rank, layout)
+    device = queries.device
     if not queries.dtype == keys.dtype == values.dtype:
         template = _("queries, keys and values must share one dtype, got "
                      "{queries_dtype}, {keys_dtype} and {values_dtype}")
@@ -90,24 +91,35 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
                      "(axis -2), got keys {keys_shape} and values {values_shape}")
         raise ValueError(template.format(keys_shape=tuple(keys.shape), values_shape=tuple(values.shape)))
     for name, x in (("keys", keys), ("values", values)):
-        if x.device != queries.device:
-            require_device(name, x, queries.device)
-    W_q = getattr(layer, "W_q", None)
-    if layer is not None and W_q is None:  # DotProductAttention: queries meet keys in dot products
-        require_qk_features(queries, keys)
-    elif layer is not None:  # the sizes and the dtype the layer was built with (the checks raise only on a mismatch)
-        sizes = (layer.query_size, layer.key_size, getattr(layer, "value_size", None))
-        for name, x, size, size_name in zip(("queries", "keys", "values"), (queries, keys, values), sizes,
-                                            ("query_size", "key_size", "value_size"), strict=True):
-            if size is not None and x.shape[-1] != size:
-                require_features(name, x, size, size_name)
-        if queries.dtype != W_q.weight.dtype:
-            require_layer_dtype("queries", queries, W_q.weight)
-        if queries.device != W_q.weight.device:
-            require_layer_device("queries", queries, W_q.weight)
-    require_masks(queries.shape[0], queries.shape[1], keys.shape[1], valid_lens, causal, attn_mask,
-                  device=queries.device)
+        if x.device != device:
+            require_device(name, x, device)
+    if layer is not None:
+        require_layer_inputs(layer, queries, keys, values)
+    require_masks(queries.shape[0], queries.shape[1], keys.shape[1], valid_lens, causal, attn_mask, device=device)
     require_bool("need_weights", need_weights)
+
+
+def require_layer_inputs(layer: object, queries: Tensor, keys: Tensor, values: Tensor) -> None:
+    """Require inputs that ``layer`` can take: a layer with ``W_q`` needs the feature sizes it was built with (a size
+    that is None is not known yet, d2l 1.0's lazy form) and the dtype and device of its weights; one without (a
+    :class:`~mha_lib.DotProductAttention`) needs queries and keys of one feature size. Each check below raises only
+    on a mismatch."""
+    W_q = getattr(layer, "W_q", None)
+    if W_q is None:  # DotProductAttention: queries meet keys in dot products
+        require_qk_features(queries, keys)
+        return
+    if layer.query_size is not None and queries.shape[-1] != layer.query_size:
+        require_features("queries", queries, layer.query_size, "query_size")
+    if layer.key_size is not None and keys.shape[-1] != layer.key_size:
+        require_features("keys", keys, layer.key_size, "key_size")
+    value_size = getattr(layer, "value_size", None)  # AdditiveAttention takes values of any width
+    if value_size is not None and values.shape[-1] != value_size:
+        require_features("values", values, value_size, "value_size")
+    weight = W_q.weight
+    if queries.dtype != weight.dtype:
+        require_layer_dtype("queries", queries, weight)
+    if queries.device != weight.device:
+        require_layer_device("queries", queries, weight)
 
 
 def require_masks(batch_size: int, num_queries: int, num_kvpairs: int, valid_lens: object, causal: object,
@@ -120,9 +132,10 @@ def require_masks(batch_size: int, num_queries: int, num_kvpairs: int, valid_len
         require_bool_mask("attn_mask", attn_mask, (batch_size, num_queries, num_kvpairs),
                           "(batch_size, num_queries, num_kvpairs)")
     require_bool("causal", causal)
-    for name, mask in (("valid_lens", valid_lens), ("attn_mask", attn_mask)):
-        if device is not None and mask is not None and mask.device != device:
-            require_device(name, mask, device)
+    if device is not None and valid_lens is not None and valid_lens.device != device:
+        require_device("valid_lens", valid_lens, device)
+    if device is not None and attn_mask is not None and attn_mask.device != device:
+        require_device("attn_mask", attn_mask, device)
 
 
 def require_device(name: str, x: Tensor, device: torch.device, other: str = "queries") -> None:
@@ -304,12 +317,12 @@ def require_valid_lens(valid_lens: object, shapes: tuple[tuple[int, ...], ...], 
     if valid_lens.dtype.is_complex or valid_lens.dtype == torch.bool:
         template = _("{name} must hold whole numbers (e.g. torch.long), got dtype {dtype}")
         raise TypeError(template.format(name=name, dtype=valid_lens.dtype))
-    if tuple(valid_lens.shape) not in shapes:
+    if valid_lens.shape not in shapes:  # a torch.Size is a tuple
         template = _("{name} must have shape {shapes}, i.e. {shape_names}, got {shape}")
         raise ValueError(template.format(name=name, shapes=_(" or ").join(str(shape) for shape in shapes),
                                          shape_names=_(shape_names), shape=tuple(valid_lens.shape)))
-    if valid_lens.device.type == "cpu" and valid_lens.numel():
-        lengths = valid_lens.reshape(-1).tolist()
+    if valid_lens.is_cpu and valid_lens.numel():
+        lengths = (valid_lens if valid_lens.dim() == 1 else valid_lens.reshape(-1)).tolist()
         if valid_lens.dtype.is_floating_point:
             fractional = [length for length in lengths if not (math.isfinite(length) and length == int(length))]
             if fractional:
