@@ -340,7 +340,8 @@ class MultiHeadAttention(nn.Module):
             - mask: boolean, broadcastable to ``(batch_size, num_heads, num_queries, num_kvpairs)``, or None
             - output: ``(batch_size, num_heads, num_queries, v_head_dim)``
         """
-        self.attention.attention_weights = None
+        if self.attention.attention_weights is not None:  # (nn.Module's setattr costs as much as a small kernel)
+            self.attention.attention_weights = None
         return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=self._dropout_p(),
                                               enable_gqa=self.num_groups > 1)
 
