@@ -93,34 +93,25 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
     for name, x in (("keys", keys), ("values", values)):
         if x.device != device:
             require_device(name, x, device)
-    if layer is not None:
-        require_layer_inputs(layer, queries, keys, values)
+    W_q = getattr(layer, "W_q", None)
+    if layer is not None and W_q is None:  # DotProductAttention: queries meet keys in dot products
+        require_qk_features(queries, keys)
+    elif layer is not None:  # its sizes (None: not known yet, d2l 1.0's lazy form), its weights' dtype and device
+        query_size, key_size = layer.query_size, layer.key_size
+        value_size = getattr(layer, "value_size", None)  # AdditiveAttention takes values of any width
+        if query_size is not None and q_shape[-1] != query_size:
+            require_features("queries", queries, query_size, "query_size")
+        if key_size is not None and k_shape[-1] != key_size:
+            require_features("keys", keys, key_size, "key_size")
+        if value_size is not None and v_shape[-1] != value_size:
+            require_features("values", values, value_size, "value_size")
+        weight = W_q.weight
+        if queries.dtype != weight.dtype:
+            require_layer_dtype("queries", queries, weight)
+        if device != weight.device:
+            require_layer_device("queries", queries, weight)
     require_masks(q_shape[0], q_shape[1], k_shape[1], valid_lens, causal, attn_mask, device=device)
     require_bool("need_weights", need_weights)
-
-
-def require_layer_inputs(layer: object, queries: Tensor, keys: Tensor, values: Tensor) -> None:
-    """Require inputs that ``layer`` can take: a layer with ``W_q`` needs the feature sizes it was built with (a size
-    that is None is not known yet, d2l 1.0's lazy form) and the dtype and device of its weights; one without (a
-    :class:`~mha_lib.DotProductAttention`) needs queries and keys of one feature size. Each check below raises only
-    on a mismatch."""
-    W_q = getattr(layer, "W_q", None)
-    if W_q is None:  # DotProductAttention: queries meet keys in dot products
-        require_qk_features(queries, keys)
-        return
-    query_size, key_size = layer.query_size, layer.key_size
-    value_size = getattr(layer, "value_size", None)  # AdditiveAttention takes values of any width
-    if query_size is not None and queries.shape[-1] != query_size:
-        require_features("queries", queries, query_size, "query_size")
-    if key_size is not None and keys.shape[-1] != key_size:
-        require_features("keys", keys, key_size, "key_size")
-    if value_size is not None and values.shape[-1] != value_size:
-        require_features("values", values, value_size, "value_size")
-    weight = W_q.weight
-    if queries.dtype != weight.dtype:
-        require_layer_dtype("queries", queries, weight)
-    if queries.device != weight.device:
-        require_layer_device("queries", queries, weight)
 
 
 def require_masks(batch_size: int, num_queries: int, num_kvpairs: int, valid_lens: object, causal: object,

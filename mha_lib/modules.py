@@ -275,8 +275,8 @@ class MultiHeadAttention(nn.Module):
             output = self._attend_folded(queries, keys, values, mask)
         else:  # PyTorch's fused kernel, which keeps none: -> (batch, heads, queries, v_head_dim)
             output = self._attend_fused(queries, keys, values, mask)
-        # 4. Concatenate the heads: -> (batch, queries, heads * v_head_dim)
-        output = self._concat_heads(output, folded=need_weights)
+        # 4. Concatenate the heads, undoing step 2 (d2l's transpose_output): -> (batch, queries, heads * v_head_dim)
+        output = _transpose_output(output, self.num_heads) if need_weights else output.transpose(1, 2).flatten(2)
         # 5. Mix what the heads found: (batch, queries, heads * v_head_dim) -> (batch, queries, num_hiddens)
         return self.W_o(output)
 
@@ -326,7 +326,8 @@ class MultiHeadAttention(nn.Module):
         if self.num_groups > 1:  # grouped-query attention: each key-value head serves num_groups query heads
             keys = keys.repeat_interleave(self.num_groups, dim=0)  # (batch * kv_heads, ...) -> (batch * heads, ...)
             values = values.repeat_interleave(self.num_groups, dim=0)
-        output, weights = _attention(queries, keys, values, mask, self._dropout_p())
+        dropout_p = self.attention.dropout.p if self.training else 0.0  # no dropout in evaluation
+        output, weights = _attention(queries, keys, values, mask, dropout_p)
         self.attention.attention_weights = weights.detach()
         return output
 
@@ -342,17 +343,9 @@ class MultiHeadAttention(nn.Module):
         """
         if self.attention.attention_weights is not None:  # (nn.Module's setattr costs as much as a small kernel)
             self.attention.attention_weights = None
-        return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=self._dropout_p(),
+        dropout_p = self.attention.dropout.p if self.training else 0.0  # no dropout in evaluation
+        return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p,
                                               enable_gqa=self.num_groups > 1)
-
-    def _concat_heads(self, output: Tensor, *, folded: bool) -> Tensor:
-        """Step 4, the inverse of the split: ``(batch * heads, queries, v_head_dim)`` (d2l's ``transpose_output``)
-        or ``(batch, heads, queries, v_head_dim)`` -> ``(batch, queries, heads * v_head_dim)``."""
-        return _transpose_output(output, self.num_heads) if folded else output.transpose(1, 2).flatten(2)
-
-    def _dropout_p(self) -> float:
-        """The dropout probability of the attention weights: ``dropout`` in training, 0 in evaluation."""
-        return self.attention.dropout.p if self.training else 0.0
 
     def transpose_qkv(self, X: Tensor) -> Tensor:
         """d2l 1.0's method: :func:`mha_lib.transpose_qkv` with this layer's ``num_heads``."""
