@@ -310,7 +310,7 @@ class MultiHeadAttention(nn.Module):
             keys = keys.unflatten(-1, (kv_heads, -1)).transpose(1, 2)
             values = values.unflatten(-1, (kv_heads, -1)).transpose(1, 2)
             mask = None if mask is None else mask.unsqueeze(1)  # one mask for every head
-        if self.rotary is not None:
+        if self.rotary is not None:  # rope: turn each head's queries and keys by their positions (chapter 12)
             queries, keys = self.rotary(queries, keys)
         return queries, keys, values, mask
 
