@@ -76,37 +76,41 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
         layout = "(batch_size, sequence, features)"
     for name, x in (("queries", queries), ("keys", keys), ("values", values)):
         require_tensor(name, x, rank, layout)
+    q_shape, k_shape, v_shape, device = queries.shape, keys.shape, values.shape, queries.device
     if not queries.dtype == keys.dtype == values.dtype:
         template = _("queries, keys and values must share one dtype, got "
                      "{queries_dtype}, {keys_dtype} and {values_dtype}")
         raise TypeError(template.format(queries_dtype=queries.dtype, keys_dtype=keys.dtype, values_dtype=values.dtype))
-    if not queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]:
+    if not q_shape[:-2] == k_shape[:-2] == v_shape[:-2]:
         template = _("queries, keys and values must agree on the leading (batch) axes, "
                      "got shapes {queries_shape}, {keys_shape} and {values_shape}")
         raise ValueError(template.format(queries_shape=tuple(queries.shape), keys_shape=tuple(keys.shape),
                                          values_shape=tuple(values.shape)))
-    if keys.shape[-2] != values.shape[-2]:
+    if k_shape[-2] != v_shape[-2]:
         template = _("keys and values must have the same number of key-value pairs "
                      "(axis -2), got keys {keys_shape} and values {values_shape}")
         raise ValueError(template.format(keys_shape=tuple(keys.shape), values_shape=tuple(values.shape)))
     for name, x in (("keys", keys), ("values", values)):
-        if x.device != queries.device:
-            require_device(name, x, queries.device)
+        if x.device != device:
+            require_device(name, x, device)
     W_q = getattr(layer, "W_q", None)
     if layer is not None and W_q is None:  # DotProductAttention: queries meet keys in dot products
         require_qk_features(queries, keys)
-    elif layer is not None:  # the sizes and the dtype the layer was built with (the checks raise only on a mismatch)
-        sizes = (layer.query_size, layer.key_size, getattr(layer, "value_size", None))
-        for name, x, size, size_name in zip(("queries", "keys", "values"), (queries, keys, values), sizes,
-                                            ("query_size", "key_size", "value_size"), strict=True):
-            if size is not None and x.shape[-1] != size:
-                require_features(name, x, size, size_name)
-        if queries.dtype != W_q.weight.dtype:
-            require_layer_dtype("queries", queries, W_q.weight)
-        if queries.device != W_q.weight.device:
-            require_layer_device("queries", queries, W_q.weight)
-    require_masks(queries.shape[0], queries.shape[1], keys.shape[1], valid_lens, causal, attn_mask,
-                  device=queries.device)
+    elif layer is not None:  # its sizes (None: not known yet, d2l 1.0's lazy form), its weights' dtype and device
+        query_size, key_size = layer.query_size, layer.key_size
+        value_size = getattr(layer, "value_size", None)  # AdditiveAttention takes values of any width
+        if query_size is not None and q_shape[-1] != query_size:
+            require_features("queries", queries, query_size, "query_size")
+        if key_size is not None and k_shape[-1] != key_size:
+            require_features("keys", keys, key_size, "key_size")
+        if value_size is not None and v_shape[-1] != value_size:
+            require_features("values", values, value_size, "value_size")
+        weight = W_q.weight
+        if queries.dtype != weight.dtype:
+            require_layer_dtype("queries", queries, weight)
+        if device != weight.device:
+            require_layer_device("queries", queries, weight)
+    require_masks(q_shape[0], q_shape[1], k_shape[1], valid_lens, causal, attn_mask, device=device)
     require_bool("need_weights", need_weights)
 
 
@@ -116,13 +120,14 @@ def require_masks(batch_size: int, num_queries: int, num_kvpairs: int, valid_len
     ``device`` (that of the queries), the two tensors on it."""
     if valid_lens is not None:
         require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)), VALID_LENS_SHAPES, num_kvpairs)
+        if device is not None and valid_lens.device != device:
+            require_device("valid_lens", valid_lens, device)
     if attn_mask is not None:
         require_bool_mask("attn_mask", attn_mask, (batch_size, num_queries, num_kvpairs),
                           "(batch_size, num_queries, num_kvpairs)")
+        if device is not None and attn_mask.device != device:
+            require_device("attn_mask", attn_mask, device)
     require_bool("causal", causal)
-    for name, mask in (("valid_lens", valid_lens), ("attn_mask", attn_mask)):
-        if device is not None and mask is not None and mask.device != device:
-            require_device(name, mask, device)
 
 
 def require_device(name: str, x: Tensor, device: torch.device, other: str = "queries") -> None:
@@ -301,16 +306,17 @@ def require_valid_lens(valid_lens: object, shapes: tuple[tuple[int, ...], ...], 
     """
     if not isinstance(valid_lens, Tensor):
         raise wrong_type(name, _("a tensor of whole numbers"), valid_lens)
-    if valid_lens.dtype.is_complex or valid_lens.dtype == torch.bool:
+    dtype = valid_lens.dtype
+    if dtype.is_complex or dtype == torch.bool:
         template = _("{name} must hold whole numbers (e.g. torch.long), got dtype {dtype}")
-        raise TypeError(template.format(name=name, dtype=valid_lens.dtype))
-    if tuple(valid_lens.shape) not in shapes:
+        raise TypeError(template.format(name=name, dtype=dtype))
+    if valid_lens.shape not in shapes:  # a torch.Size is a tuple
         template = _("{name} must have shape {shapes}, i.e. {shape_names}, got {shape}")
         raise ValueError(template.format(name=name, shapes=_(" or ").join(str(shape) for shape in shapes),
                                          shape_names=_(shape_names), shape=tuple(valid_lens.shape)))
-    if valid_lens.device.type == "cpu" and valid_lens.numel():
-        lengths = valid_lens.reshape(-1).tolist()
-        if valid_lens.dtype.is_floating_point:
+    if valid_lens.is_cpu and valid_lens.numel():
+        lengths = (valid_lens if valid_lens.dim() == 1 else valid_lens.reshape(-1)).tolist()
+        if dtype.is_floating_point:
             fractional = [length for length in lengths if not (math.isfinite(length) and length == int(length))]
             if fractional:
                 template = _("{name} must hold whole numbers (a float tensor is fine if its values are "

@@ -58,11 +58,10 @@ def _attention_mask(num_queries: int, num_kvpairs: int, device: torch.device, *,
     A key is visible only if every given mask allows it. Shape: ``(batch or 1, queries or 1, kvpairs)``.
     """
     mask = None
-    if valid_lens is not None:  # key j is visible when j < valid_len
-        # (batch,) -> (batch, kvpairs), or (batch, queries) -> (batch, queries, kvpairs)
-        mask = torch.arange(num_kvpairs, device=device) < valid_lens.to(device).unsqueeze(-1)
-        if valid_lens.dim() == 1:
-            mask = mask.unsqueeze(1)  # (batch, kvpairs) -> (batch, 1, kvpairs): the same for every query
+    if valid_lens is not None:  # key j is visible when j < valid_len: (kvpairs,) < (batch, 1 or queries, 1)
+        # (batch,) -> (batch, 1, 1): the same for every query; (batch, queries) -> (batch, queries, 1)
+        lengths = valid_lens.reshape(-1, 1, 1) if valid_lens.dim() == 1 else valid_lens.unsqueeze(-1)
+        mask = torch.arange(num_kvpairs, device=device) < lengths.to(device)  # -> (batch, 1 or queries, kvpairs)
     if causal:  # query i sees keys 0..i: the lower triangle, (queries, kvpairs)
         lower = torch.ones(num_queries, num_kvpairs, dtype=torch.bool, device=device).tril()
         mask = lower if mask is None else mask & lower
@@ -85,7 +84,7 @@ def _masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
     """
     if mask is None:
         return F.softmax(scores, dim=-1)
-    weights = F.softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), dim=-1)
+    weights = F.softmax(torch.where(mask, scores, torch.finfo(scores.dtype).min), dim=-1)
     return torch.where(mask, weights, 0.0)
 
 

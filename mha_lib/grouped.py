@@ -14,7 +14,6 @@ each other, as in ``F.scaled_dot_product_attention(..., enable_gqa=True)`` and t
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._validation import (
@@ -25,7 +24,6 @@ from ._validation import (
     require_tensor,
     wrong_type,
 )
-from .functional import _attention
 from .i18n import _
 from .modules import MultiHeadAttention
 
@@ -111,18 +109,14 @@ class GroupedQueryAttention(MultiHeadAttention):
             - output: ``(batch_size, num_heads, num_queries, head_dim)``
         """
         require_head_split(self, queries, keys, values, mask, need_weights)
-        dropout_p = self.attention.dropout.p if self.training else 0.0
         if mask is not None:  # -> (batch, heads, queries, kvpairs), a view: the fused kernel takes no 1-D mask
             mask = mask.expand(*queries.shape[:-1], keys.shape[-2])
         if not need_weights:
-            self.attention.attention_weights = None
-            return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p,
-                                                  enable_gqa=True)
-        # (batch, kv_heads, kvpairs, head_dim) -> (batch, heads, kvpairs, head_dim): one copy per query head
-        keys, values = _repeat_kv_heads(keys, self.num_groups), _repeat_kv_heads(values, self.num_groups)
-        output, weights = _attention(queries, keys, values, mask, dropout_p)
-        self.attention.attention_weights = weights.detach().flatten(0, 1)  # (batch * heads, queries, kvpairs)
-        return output
+            return self._attend_fused(queries, keys, values, mask)
+        # forward's folded step 3: (batch, heads or kv_heads, seq, head_dim) -> (batch * (kv_)heads, seq, head_dim)
+        mask = None if mask is None else mask.flatten(0, 1)  # -> (batch * heads, queries, kvpairs)
+        output = self._attend_folded(queries.flatten(0, 1), keys.flatten(0, 1), values.flatten(0, 1), mask)
+        return output.unflatten(0, (-1, self.num_heads))  # -> (batch, heads, queries, head_dim)
 
 
 def mha_to_gqa(mha: MultiHeadAttention, num_kv_heads: int) -> GroupedQueryAttention:

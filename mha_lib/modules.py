@@ -261,52 +261,91 @@ class MultiHeadAttention(nn.Module):
     ) -> Tensor:
         require_qkv(queries, keys, values, 3, layer=self, valid_lens=valid_lens, causal=causal, attn_mask=attn_mask,
                     need_weights=need_weights)  # the one check: everything below trusts the arguments
-        if self.query_size is None:  # built in d2l 1.0's form: the first valid call fixes the input sizes
-            self.query_size, self.key_size, self.value_size = queries.shape[-1], keys.shape[-1], values.shape[-1]
-        heads, kv_heads = self.num_heads, self.num_kv_heads
-        dropout_p = self.attention.dropout.p if self.training else 0.0
+        self._record_input_sizes(queries, keys, values)  # d2l 1.0's form: the first call fixes them
         # valid_lens, causal and attn_mask become one boolean mask: (batch or 1, queries or 1, kvpairs), or None
         mask = _attention_mask(queries.shape[1], keys.shape[1], queries.device, valid_lens=valid_lens,
                                causal=causal, attn_mask=attn_mask)
-
-        # 1. Project: (batch, queries or kvpairs, *_size) -> (batch, queries or kvpairs, heads * head_dim);
-        # keys and values get kv_heads * head_dim and kv_heads * v_head_dim features
+        # 1. Project: (batch, queries or kvpairs, *_size) -> (batch, queries or kvpairs, heads * head_dim)
         queries, keys, values = self.W_q(queries), self.W_k(keys), self.W_v(values)
-        if need_weights:
-            # 2. Split the heads and fold them into the batch axis (transpose_qkv, chapter 03):
-            # (batch, queries or kvpairs, heads * head_dim) -> (batch * heads, queries or kvpairs, head_dim)
-            queries = _transpose_qkv(queries, heads)
-            keys, values = _transpose_qkv(keys, kv_heads), _transpose_qkv(values, kv_heads)
-            if self.rotary is not None:  # turn each head's queries and keys by their positions (chapter 12)
-                queries, keys = self.rotary(queries, keys)
-            if kv_heads < heads:  # grouped-query attention: each key-value head serves num_groups query heads
-                keys = keys.repeat_interleave(self.num_groups, dim=0)  # (batch * kv_heads, ...) -> (batch * heads, ...)
-                values = values.repeat_interleave(self.num_groups, dim=0)
-            if mask is not None and mask.size(0) > 1:
-                # The heads of one sequence sit side by side on the folded axis: [m0, m0, m1, m1], not [m0, m1, m0, m1].
-                mask = mask.repeat_interleave(heads, dim=0)  # (batch, queries or 1, kvpairs) -> (batch * heads, ...)
-            # 3. Scores, mask, softmax, dropout and weighted sum, every head of every sequence in one batched call:
-            # (batch * heads, queries, head_dim) -> (batch * heads, queries, v_head_dim)
-            output, weights = _attention(queries, keys, values, mask, dropout_p)
-            self.attention.attention_weights = weights.detach()
-            # 4. Concatenate the heads (transpose_output, chapter 03): -> (batch, queries, heads * v_head_dim)
-            output = _transpose_output(output, heads)
-        else:
-            # 2 to 4 in PyTorch's fused kernel, which takes the heads on an axis of their own (views, no copies)
-            # and never stores the weights: (batch, seq, heads * head_dim) -> (batch, heads, seq, head_dim)
-            queries = queries.unflatten(-1, (heads, -1)).transpose(1, 2)
-            keys = keys.unflatten(-1, (kv_heads, -1)).transpose(1, 2)  # kv_heads: enable_gqa repeats them inside
-            values = values.unflatten(-1, (kv_heads, -1)).transpose(1, 2)
-            if self.rotary is not None:  # turn each head's queries and keys by their positions (chapter 12)
-                queries, keys = self.rotary(queries, keys)
-            if mask is not None:
-                mask = mask.unsqueeze(1)  # (batch, queries or 1, kvpairs) -> (batch, 1, queries or 1, kvpairs)
-            output = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p,
-                                                    enable_gqa=kv_heads < heads)
-            output = output.transpose(1, 2).flatten(2)  # (batch, heads, queries, v_head_dim) -> (batch, queries, ...)
-            self.attention.attention_weights = None
+        # 2. Split the heads: with the weights kept, fold them into the batch axis as d2l does (transpose_qkv),
+        # (batch, seq, heads * head_dim) -> (batch * heads, seq, head_dim); else (batch, heads, seq, head_dim)
+        queries, keys, values, mask = self._split_heads(queries, keys, values, mask, fold=need_weights)
+        # 3. Attend: scores, mask, softmax, dropout and weighted sum, every head of every sequence in one call
+        if need_weights:  # d2l's way, which keeps the weights: -> (batch * heads, queries, v_head_dim)
+            output = self._attend_folded(queries, keys, values, mask)
+        else:  # PyTorch's fused kernel, which keeps none: -> (batch, heads, queries, v_head_dim)
+            output = self._attend_fused(queries, keys, values, mask)
+        # 4. Concatenate the heads, undoing step 2 (d2l's transpose_output): -> (batch, queries, heads * v_head_dim)
+        output = _transpose_output(output, self.num_heads) if need_weights else output.transpose(1, 2).flatten(2)
         # 5. Mix what the heads found: (batch, queries, heads * v_head_dim) -> (batch, queries, num_hiddens)
         return self.W_o(output)
+
+    # ----- the steps of forward, one call away ----------------------------------------------------------------
+
+    def _record_input_sizes(self, queries: Tensor, keys: Tensor, values: Tensor) -> None:
+        """A layer built in d2l 1.0's form learns its input sizes from its first (valid) call, as ``nn.LazyLinear``
+        does; until then ``query_size``, ``key_size`` and ``value_size`` are None."""
+        if self.query_size is None:
+            self.query_size, self.key_size, self.value_size = queries.shape[-1], keys.shape[-1], values.shape[-1]
+
+    def _split_heads(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, *,
+                     fold: bool) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+        """Step 2: give every head its own slice of the features, and the mask the same layout.
+
+        With ``fold`` (d2l's ``transpose_qkv``, chapter 03) the heads join the batch axis, sequence 0's heads
+        first: ``(batch, seq, heads * head_dim) -> (batch * heads, seq, head_dim)`` (a copy), the mask
+        ``(batch, queries or 1, kvpairs) -> (batch * heads, ...)``. Without, they get an axis of their own, as
+        PyTorch's kernel takes them: ``-> (batch, heads, seq, head_dim)`` (views), the mask
+        ``-> (batch or 1, 1, queries or 1, kvpairs)``. Keys and values have ``num_kv_heads`` heads. With ``rope``
+        set, each head's queries and keys are then turned by their positions (chapter 12).
+        """
+        heads, kv_heads = self.num_heads, self.num_kv_heads
+        if fold:
+            queries = _transpose_qkv(queries, heads)
+            keys, values = _transpose_qkv(keys, kv_heads), _transpose_qkv(values, kv_heads)
+            if mask is not None and mask.size(0) > 1:  # a batch of one broadcasts over the folded axis as it is
+                mask = mask.repeat_interleave(heads, dim=0)  # [m0, m1] -> [m0, m0, m1, m1]: a sequence's heads
+        else:
+            queries = queries.unflatten(-1, (heads, -1)).transpose(1, 2)
+            keys = keys.unflatten(-1, (kv_heads, -1)).transpose(1, 2)
+            values = values.unflatten(-1, (kv_heads, -1)).transpose(1, 2)
+            mask = None if mask is None else mask.unsqueeze(1)  # one mask for every head
+        if self.rotary is not None:  # rope: turn each head's queries and keys by their positions (chapter 12)
+            queries, keys = self.rotary(queries, keys)
+        return queries, keys, values, mask
+
+    def _attend_folded(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
+        """Step 3 with the heads folded into the batch axis; keeps the weights in ``.attention.attention_weights``.
+
+        Shape:
+            - queries: ``(batch_size * num_heads, num_queries, head_dim)``
+            - keys, values: ``(batch_size * num_kv_heads, num_kvpairs, head_dim or v_head_dim)``
+            - mask: boolean, broadcastable to ``(batch_size * num_heads, num_queries, num_kvpairs)``, or None
+            - output: ``(batch_size * num_heads, num_queries, v_head_dim)``
+        """
+        if self.num_groups > 1:  # grouped-query attention: each key-value head serves num_groups query heads
+            keys = keys.repeat_interleave(self.num_groups, dim=0)  # (batch * kv_heads, ...) -> (batch * heads, ...)
+            values = values.repeat_interleave(self.num_groups, dim=0)
+        dropout_p = self.attention.dropout.p if self.training else 0.0  # no dropout in evaluation
+        output, weights = _attention(queries, keys, values, mask, dropout_p)
+        self.attention.attention_weights = weights.detach()
+        return output
+
+    def _attend_fused(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
+        """Step 3 in PyTorch's fused ``F.scaled_dot_product_attention``, which stores no weights
+        (``.attention_weights`` becomes None); ``enable_gqa`` lets a key-value head serve its group in place.
+
+        Shape:
+            - queries: ``(batch_size, num_heads, num_queries, head_dim)``
+            - keys, values: ``(batch_size, num_kv_heads, num_kvpairs, head_dim or v_head_dim)``
+            - mask: boolean, broadcastable to ``(batch_size, num_heads, num_queries, num_kvpairs)``, or None
+            - output: ``(batch_size, num_heads, num_queries, v_head_dim)``
+        """
+        if self.attention.attention_weights is not None:  # (nn.Module's setattr costs as much as a small kernel)
+            self.attention.attention_weights = None
+        dropout_p = self.attention.dropout.p if self.training else 0.0  # no dropout in evaluation
+        return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p,
+                                              enable_gqa=self.num_groups > 1)
 
     def transpose_qkv(self, X: Tensor) -> Tensor:
         """d2l 1.0's method: :func:`mha_lib.transpose_qkv` with this layer's ``num_heads``."""

@@ -229,7 +229,9 @@ def test_the_divisor_list_in_the_message_is_complete():
 
 
 def test_one_forward_pass_runs_through_at_most_3_files_and_11_functions():
-    # 11 since issue 37: the checks of valid_lens, causal and attn_mask are one function, shared with attention_mask
+    # 11 since issue 37: the checks of valid_lens, causal and attn_mask are one function, shared with attention_mask;
+    # 14 since its defect 4: forward reads as the five steps, and three of its concerns are methods one call away
+    # (_record_input_sizes, _split_heads, _attend_folded; need_weights=False runs _attend_fused instead)
     torch.manual_seed(0)
     layer = MultiHeadAttention(8, 8, 8, 8, 2).eval()
     X, valid_lens = torch.randn(2, 3, 8), torch.tensor([1, 3])
@@ -246,5 +248,5 @@ def test_one_forward_pass_runs_through_at_most_3_files_and_11_functions():
     finally:
         sys.setprofile(None)
     files = {Path(code.co_filename).name for code in calls}
-    assert len(set(calls)) <= 11 and len(files) <= 3, sorted({code.co_qualname for code in calls})
+    assert len(set(calls)) <= 14 and len(files) <= 3, sorted({code.co_qualname for code in calls})
     assert "forward" in {code.co_name for code in calls} and "modules.py" in files
