@@ -196,8 +196,9 @@ for path in [{str(inbound)!r}, {str(hub.state / "home" / "student1")!r}, {str(hu
 
 @pytest.mark.skipif(not ACCOUNTS, reason="each student has a system account only when the hub runs as root")
 def test_a_submission_under_another_students_name_is_not_collected(released: Hub):
-    """student2 submits an unanswered ch08 as student1; the formgrader's collect skips it, student1 keeps 3 of 3."""
+    """student2 submits an unanswered ch08 as student1; the formgrader's collect skips it, student1 keeps 4 of 6."""
     hub = released
+    before = {s["student"]: s["score"] for s in hub.ok("GET", f"{FORMGRADER}/submissions/{ASSIGNMENT}", "instructor")}
     submitted = hub.state / "course" / "submitted" / "student1" / ASSIGNMENT
     assert (submitted / "timestamp.txt").exists(), "student1's own submission was collected"
     genuine = (submitted / "timestamp.txt").read_text()
@@ -216,7 +217,7 @@ def test_a_submission_under_another_students_name_is_not_collected(released: Hub
     answer = hub.ok("POST", f"{FORMGRADER}/submission/{ASSIGNMENT}/student1/autograde", "instructor")
     assert answer["success"], answer["log"]
     scores = {s["student"]: s["score"] for s in hub.ok("GET", f"{FORMGRADER}/submissions/{ASSIGNMENT}", "instructor")}
-    assert scores["student1"] == 3
+    assert scores["student1"] == before["student1"] == 4  # the genuine submission, graded again
 
 
 # --- a student in the browser -------------------------------------------------------------------------------------
