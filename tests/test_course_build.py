@@ -214,3 +214,64 @@ def test_a_new_course_draws_its_own_numbers_and_keeps_them(tmp_path):
     public = _answers(nbformat.read(tmp_path / "public" / "source" / "ch04" / chapter.name, as_version=4))
     assert public["ch04_ex4_answer"] == "# the number of learned parameters (weights and biases)\n" \
                                         "answer = 3 * (256 * 512 + 512) + (512 * 512 + 512)"
+
+
+AS_NUMPY = '''\
+import numpy as _np
+
+
+def _as_numpy(x):  # an answer as a student who computed it with numpy would leave it
+    if isinstance(x, bool):
+        return _np.bool_(x)
+    if isinstance(x, int):
+        return _np.int64(x)
+    if isinstance(x, float):
+        return _np.float32(x)
+    if isinstance(x, str):
+        return _np.str_(x)
+    if isinstance(x, set):
+        return frozenset(x)
+    if isinstance(x, (tuple, list)):
+        return type(x)(_as_numpy(item) for item in x)
+    return x
+'''
+
+AS_TENSOR = '''\
+import torch as _torch
+
+
+def _as_numpy(x):  # an answer computed with tensors: a number as a 0-d tensor, a tuple of numbers as one tensor
+    numbers = isinstance(x, (tuple, list)) and x and all(type(item) in (int, float) for item in x)
+    if type(x) in (int, float) or numbers:
+        return _torch.tensor(x)
+    if isinstance(x, (tuple, list)):
+        return type(x)(_as_numpy(item) for item in x)
+    return x
+'''
+
+FAKE_NUMPY = '''\
+class _Meta(type):
+    __flags__ = 0  # pretends to be a type written in C
+
+
+def _as_numpy(x):  # a class that claims to be numpy's and equals everything
+    return _Meta("float64", (), {"__module__": "numpy", "tolist": lambda self: x, "__eq__": lambda self, other: True})()
+'''
+
+
+@pytest.mark.parametrize("path", GRADED, ids=[p.name[:2] for p in GRADED])
+def test_hidden_tests_take_numpy_values_tensors_and_frozensets_but_no_imitation(path):
+    """A predicted value counts in the forms the chapters' checkers take (tests/test_exercises_sweep.py)."""
+    nb, _ = course_notebook(path, "a course")
+    cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"]
+    values = {c.metadata["nbgrader"]["grade_id"]: [n for n in _defined_names(c.source) if f"def {n}(" not in c.source]
+              for c in cells}
+    converted = {c.metadata["nbgrader"]["grade_id"]: strip_markers(c.source) + "".join(
+        f"\n{name} = _as_numpy({name})" for name in values[c.metadata["nbgrader"]["grade_id"]]) for c in cells}
+    exercises = tuple(f"{grade_id.removesuffix('_answer')}_test" for grade_id, names in values.items() if names)
+    for form in (AS_NUMPY, AS_TENSOR):
+        passed = _run_hidden(nb, converted, prelude=form)
+        assert all(passed.values()), [g for g, ok in passed.items() if not ok]
+    imitated = {grade_id: ok for grade_id, ok in _run_hidden(nb, converted, prelude=FAKE_NUMPY).items()
+                if grade_id.startswith(exercises)}
+    assert bool(imitated) == bool(exercises) and not any(imitated.values()), imitated  # chapter 11: functions only
