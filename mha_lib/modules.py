@@ -402,7 +402,16 @@ class GeneralMultiHeadAttention(MultiHeadAttention):
         super().__init__(key_size, query_size, value_size, num_hiddens, num_heads, dropout, bias,
                          head_dim=require_positive_int("qk_size", qk_size),
                          v_head_dim=require_positive_int("v_size", v_size))
-        self.qk_size, self.v_size = qk_size, v_size
+
+    @property
+    def qk_size(self) -> int:
+        """Query and key features per head: ``head_dim``, under the name this constructor takes."""
+        return self.head_dim
+
+    @property
+    def v_size(self) -> int:
+        """Value features per head: ``v_head_dim``, under the name this constructor takes."""
+        return self.v_head_dim
 
 
 # Shift-Tab and help() show a constructor's signature: that of d2l 0.17's form (the one this collection follows),

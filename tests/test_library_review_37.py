@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from mha_lib import (
     AdditiveAttention,
     DotProductAttention,
+    GeneralMultiHeadAttention,
     GroupedQueryAttention,
     MultiHeadAttention,
     causal_mask,
@@ -294,3 +295,12 @@ def test_kv_cache_names_a_wrong_dtype(dtype, error, words):
     with pytest.raises(error, match=re.escape(words)):
         KVCache(1, 1, 2, 4, dtype=dtype)
     assert KVCache(1, 1, 2, 4, dtype=torch.float16).keys.dtype == torch.float16
+
+
+# ----- 9. one value under two names is stored once ----------------------------------------------------------------
+
+
+def test_general_layer_reads_qk_size_and_v_size_from_head_dim_and_v_head_dim():
+    layer = GeneralMultiHeadAttention(8, 8, 8, 16, 2, qk_size=3, v_size=5)
+    assert (layer.qk_size, layer.v_size) == (layer.head_dim, layer.v_head_dim) == (3, 5)
+    assert not {"qk_size", "v_size"} & set(vars(layer))  # not a second copy that could drift from the first

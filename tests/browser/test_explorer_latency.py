@@ -16,13 +16,14 @@ up and back down, several rounds. Each change is timed in the page, on the page'
 
 The round trip to the kernel (the widget's message, the update in Python, the new HTML back) and the browser's
 parsing, layout and paint are all inside. Target: every change within 100 ms; the test fails above 150 ms
-(``LIMIT_MS``). On two cores that the browser, the server, the kernel and this test share, about one change in a few hundred waits once for a core and takes longer; so a
-change over 100 ms is timed twice more, from the same option to the same option, and counts by the median of its
-three timings: the test fails on a change that is slow again, not on one pause. On a machine whose load average
-exceeds its CPU count a miss is reported as an expected failure (xfail) with the numbers. The median and the worst
-(first timings), per option and overall, the re-timed changes and the worst median are written with the machine's
-description to ``build/explorer-latency.json``; with ``MHA_RECORD_LATENCY=1`` also to
-``mha_lib/_bench/results/explorer/browser-<date>.json``, the recording that benchmarks/README.md quotes.
+(``LIMIT_MS``). On two cores that the browser, the server, the kernel and this test share, about one change in a
+few hundred waits once for a core and takes longer; so a change over 100 ms is timed twice more, from the same
+option to the same option, and counts by the median of its three timings: the test fails on a change that is slow
+again, not on one pause. On a machine whose load average exceeds its CPU count a miss is reported as an expected
+failure (xfail) with the numbers. The median and the worst (first timings), per option and overall, the re-timed
+changes and the worst median are written with the machine's description to ``build/explorer-latency.json``; with
+``MHA_RECORD_LATENCY=1`` also to ``mha_lib/_bench/results/explorer/browser-<date>.json``, the recording that
+benchmarks/README.md quotes.
 """
 
 from __future__ import annotations
