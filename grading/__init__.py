@@ -150,6 +150,8 @@ for name in ("tolist", "clone", "detach", "size", "__eq__", "__float__", "double
         "torch.Tensor." + name + " was replaced by Python code in this notebook: not graded automatically")
 for name in ("allclose", "equal", "isclose", "softmax", "exp", "matmul"):
     assert type_(torch.__dict__[name]) is not function_, "torch." + name + " was replaced in this notebook"
+# Taken once, now that they are checked: a student's function that this test calls later could replace them then
+to_list, detached, size_of, cloned = tensor_.tolist, tensor_.detach, tensor_.size, tensor_.clone
 HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: set on every class made at run time (a class statement, type(...))
 shell = get_ipython()
 if shell is not None:
@@ -169,8 +171,8 @@ def plain(x):
             i += 1
         return tuple_(items)
     if kind is tensor_:
-        values = tensor_.tolist(tensor_.detach(x))
-        return ("tensor", tuple_(tensor_.size(x)), plain(values) if type_(values) is list_ else values)
+        values = to_list(detached(x))
+        return ("tensor", tuple_(size_of(x)), plain(values) if type_(values) is list_ else values)
     # A type written in C, which no answer cell can make or change (read through type's own slot, which a metaclass
     # cannot fake): numpy's scalars and arrays as plain Python, and a frozenset as a set.
     if not type_.__dict__["__flags__"].__get__(kind) & HEAP_TYPE:
@@ -217,7 +219,7 @@ def values(v):
     return v[2] if type_(v) is tuple_ and len(v) == 3 and v[0] == "tensor" else v
 
 def clone(args):
-    return tuple_(tensor_.clone(a) if type_(a) is tensor_ else a for a in args)
+    return tuple_(cloned(a) if type_(a) is tensor_ else a for a in args)
 '''
 
 
@@ -271,10 +273,14 @@ def letters_check(name: str, right: str, choices: str) -> str:
 
 
 def function_test(name: str, part: Part, reference: str, seed: int, compare: str | None) -> str:
-    """Hidden test of a function ``name`` on one part's cases: the student's results first, the reference after."""
+    """Hidden test of a function ``name`` on one part's cases: the reference's results first, as plain values, then
+    the student's. The student's function runs inside the test, after its checks: whatever it replaces then (torch's
+    functions, a module the reference imports, ``Tensor.tolist``) can no longer change what it is compared with."""
     return "\n".join([
         f"g = torch.Generator().manual_seed({seed})",
         part.cases,
+        reference,
+        "wants = [plain(reference(*clone(args))) for args in cases]",
         f"student = {name}",
         "got = []",
         "for args in cases:",
@@ -283,9 +289,7 @@ def function_test(name: str, part: Part, reference: str, seed: int, compare: str
         "    except NotImplementedError:",
         f"        assert False, '{name} is not written yet'",
         "clear_output()  # what the student's code printed or displayed is not the test's result",
-        reference,
-        "for args, result in zip(cases, got):",
-        "    want = plain(reference(*clone(args)))",
+        "for args, result, want in zip(cases, got, wants):",
         _indent(part.compare or compare or "ok = same(result, want)"),
         f"    assert ok, '{name} gives a wrong result on a hidden case ({part.label})'",
     ])

@@ -22,7 +22,7 @@ if ok:
     with torch.no_grad():
         layer.W_k.weight.copy_(torch.tensor(result[2], dtype=torch.float32))
         layer(*two_place_inputs())
-    weights = tensor_.tolist(layer.attention_weights[0, :, 0])  # (num_heads, num_kvpairs) of the one query
+    weights = to_list(layer.attention_weights[0, :, 0])  # (num_heads, num_kvpairs) of the one query
     ok = weights[0][first] >= 0.9 and weights[1][second] >= 0.9"""),
     # The shapes of the output and of .attention_weights.
     3: Value(parts=["output shape", "weights shape"], variant=Variant(

@@ -275,3 +275,26 @@ def test_hidden_tests_take_numpy_values_tensors_and_frozensets_but_no_imitation(
     imitated = {grade_id: ok for grade_id, ok in _run_hidden(nb, converted, prelude=FAKE_NUMPY).items()
                 if grade_id.startswith(exercises)}
     assert bool(imitated) == bool(exercises) and not any(imitated.values()), imitated  # chapter 11: functions only
+
+
+# A student's function runs inside the hidden test, after its checks: what it replaces then must change nothing.
+PATCHED_DURING_THE_TEST = {
+    "Tensor.tolist": """\
+    torch.Tensor.tolist = lambda self: 0  # every tensor, the reference's too, reads as 0
+    return torch.zeros(*queries.shape[:-1], values.shape[-1]), torch.zeros(*queries.shape[:-1], keys.shape[-2])""",
+    "torch functions": """\
+    zeros = torch.zeros(1)
+    torch.nn.functional.scaled_dot_product_attention = torch.softmax = lambda *args, **kwargs: zeros
+    return zeros, zeros""",
+}
+
+
+@pytest.mark.parametrize("body", PATCHED_DURING_THE_TEST.values(), ids=PATCHED_DURING_THE_TEST)
+def test_a_function_that_patches_torch_while_it_is_tested_gains_nothing(body, monkeypatch):
+    import torch
+    for owner, name in [(torch.Tensor, "tolist"), (torch.nn.functional, "scaled_dot_product_attention"),
+                        (torch, "softmax")]:
+        monkeypatch.setattr(owner, name, getattr(owner, name))  # put back after the test
+    nb, _ = course_notebook(ROOT / "notebooks" / "02_scaled_dot_product_attention.ipynb", "a course")
+    passed = _run_hidden(nb, {"ch02_ex3_answer": "def my_attention(queries, keys, values):\n" + body})
+    assert passed["ch02_ex3_test1"] is False and passed["ch02_ex3_test2"] is False
