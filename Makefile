@@ -11,7 +11,10 @@ LOCK := requirements.lock
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 # The reader edition (tools/editions.py): the same chapters with the exercises unsolved, made from notebooks/.
 CHAPTERS := $(patsubst notebooks/%,chapters/%,$(NOTEBOOKS))
-EXECUTE := $(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.kernel_name=python3 \
+# tools/wakeful_kernel.py: a client that cannot sleep through a cell's reply (once it waited 600 s for one);
+# python -m puts the repository root on the import path, so that tools imports.
+EXECUTE := $(BIN)/python -m jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.kernel_name=python3 \
+	--ExecutePreprocessor.kernel_manager_class=tools.wakeful_kernel.WakefulKernelManager \
 	--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False
 # A stored output must not carry facts of the machine that ran it (CPU model, caches, cores): tools/machine_facts.py
 # replaces them in the live-timing cells after executing, and fails where a checked cell printed one.
