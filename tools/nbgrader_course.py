@@ -301,9 +301,13 @@ def write_course(course_dir: Path, notebooks: list[Path], seed: str | None = Non
 
 
 def nbgrader(course_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    """Run the nbgrader command line in COURSE_DIR (its nbgrader_config.py applies)."""
+    """Run the nbgrader command line in COURSE_DIR (its nbgrader_config.py applies); ``autograde`` runs the
+    submissions with the kernel client of tools/wakeful_kernel.py."""
     command = [sys.executable, "-m", "nbgrader", *args]
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    if args[:1] == ("autograde",):  # executes the submissions: with the client that sleeps through no reply
+        command.append("--ExecutePreprocessor.kernel_manager_class=tools.wakeful_kernel.WakefulKernelManager")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     result = subprocess.run(command, cwd=course_dir, capture_output=True, text=True, env=env)  # alembic on PATH
     if result.returncode != 0:
         raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
