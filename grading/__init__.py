@@ -205,18 +205,15 @@ def same(a, b, rel=1e-5, tiny=1e-6):
     size = b if b > 0 else -b
     return difference <= tiny + rel * size
 
-def numbers(v):
-    """A plain answer with each tensor replaced by its values, as the chapters' checkers take a predicted value:
-    torch.tensor(3) counts as 3, torch.tensor([16, 2, 1]) as (16, 2, 1)."""
-    if type_(v) is not tuple_:
-        return v
-    if tuple_.__len__(v) == 3 and v[0] == "tensor":
-        return numbers(v[2])
-    return tuple_(numbers(item) for item in v)
-
 def values(v):
     """The numbers of an answer: a tensor's values, anything else as it is."""
     return v[2] if type_(v) is tuple_ and len(v) == 3 and v[0] == "tensor" else v
+
+def numbers(v):
+    """A plain answer with every tensor in it replaced by its values, as the chapters' checkers take a predicted
+    value: torch.tensor(3) counts as 3, torch.tensor([16, 2, 1]) as (16, 2, 1)."""
+    v = values(v)
+    return tuple_(numbers(item) for item in v) if type_(v) is tuple_ else v
 
 def clone(args):
     return tuple_(cloned(a) if type_(a) is tensor_ else a for a in args)

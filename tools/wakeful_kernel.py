@@ -51,5 +51,6 @@ class WakefulKernelClient(AsyncKernelClient):
 
 
 class WakefulKernelManager(AsyncKernelManager):
-    client_class = DottedObjectName("tools.wakeful_kernel.WakefulKernelClient")
+    # Both: AsyncKernelManager's client_factory has a default of its own, not one read from client_class.
+    client_class = DottedObjectName(f"{__name__}.WakefulKernelClient")
     client_factory = Type(WakefulKernelClient)
