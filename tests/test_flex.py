@@ -294,7 +294,7 @@ def test_load_flex_record_names_a_missing_field(tmp_path):
     from mha_lib.chapters.flex import load_flex_record
 
     path = tmp_path / "bad.json"
-    path.write_text('{"device_name": "x", "torch": "2", "date": "d", "rows": []}')
+    path.write_text('{"device": "cpu", "device_name": "x", "torch": "2", "date": "d", "rows": []}')
     with pytest.raises(ValueError, match="machine"):
         load_flex_record(path)
 

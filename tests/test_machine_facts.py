@@ -5,11 +5,14 @@ mistake: a notebook executed here and committed with, say, ``设备：cpu（Inte
 cell, which another CPU then fails under nbval.
 """
 
+import json
+import re
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from mha_lib._bench.records import results_directory, short_machine_name
 from tools import machine_facts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,3 +77,94 @@ def test_scrub_replaces_facts_in_live_timing_cells_only():
     assert nb.cells[0].outputs[0].text == "live: cpu (‹CPU model›, L1d ‹size›, L2 ‹size›, L3 ‹size›, ‹N› threads)\n"
     assert nb.cells[1].outputs[0].text == summary  # a checked cell is left for `check` to report
     assert len(machine_facts.find(nb, patterns)) == 5
+
+
+# ---------------------------------------------------------------- a recording's provenance is not the reader's machine
+
+RECORDED_AMD = "recorded on AMD EPYC (cpu, 1 thread), torch 2.13.0+cpu, 2026-11-21"  # cpu-2026-11-21.json's label
+AMD = {"model": "AMD EPYC", "caches": {}, "cores": 2}  # /proc/cpuinfo's model name on the machine that recorded it
+
+
+def recorded_machines() -> dict[str, dict]:
+    """Every machine a shipped recording names, as fact_patterns takes it: the model as recorded, and its short name.
+
+    A machine's /proc/cpuinfo may give either: the AMD EPYC that recorded cpu-2026-11-21.json reported "AMD EPYC".
+    Caches and cores are the recording's where it has them (a ``machine_summary`` line, ``cpus``).
+    """
+    machines = {}
+    for path in sorted(results_directory().rglob("*.json")):
+        data = json.loads(path.read_text())
+        names = [run["name"] for run in data.get("runs", []) if run["device"] == "cpu"]
+        names += [data[key] for key in ("machine", "device_name") if key in data]
+        for name in names:
+            model, *rest = name.split(", ")
+            caches = dict(part.split(" ", 1) for part in rest if re.fullmatch(r"L\d[a-z]? \w+", part))
+            for each in (model, short_machine_name(model)):
+                known = machines.setdefault(each, {"model": each, "caches": {}, "cores": data.get("cpus")})
+                known["caches"].update(caches)
+    return machines
+
+
+def test_the_recordings_name_both_cpu_families():
+    assert {"AMD EPYC", "Intel Xeon", "Intel(R) Xeon(R) Processor"} <= set(recorded_machines())
+
+
+@pytest.mark.parametrize("machine", sorted(recorded_machines()))
+def test_no_edition_stores_a_fact_of_any_recorded_machine_beyond_its_recordings_labels(machine):
+    # As if this machine were the one that recorded: the check must pass there too (it failed on every AMD EPYC
+    # before the recordings' labels were told apart from the reader's machine)
+    patterns = machine_facts.fact_patterns(**recorded_machines()[machine])
+    found = {path.relative_to(ROOT).as_posix(): machine_facts.find(nbformat.read(path, as_version=4), patterns)
+             for path in NOTEBOOKS}
+    assert not {path: facts for path, facts in found.items() if facts}
+
+
+def test_without_the_labels_the_recording_machines_check_finds_chapter_07s_provenance():
+    # The test above is not empty: the same search that passes over the labels finds them when told of none
+    patterns = machine_facts.fact_patterns(**{**AMD, "cores": 1})  # the model alone
+    found = machine_facts.find(nbformat.read(ROOT / "notebooks" / "07_batching_cpu_vs_gpu.ipynb", as_version=4),
+                               patterns, labels=[])
+    assert found and all(text == "AMD EPYC" for _, text in found)
+
+
+def test_a_label_passes_only_with_the_fields_of_a_recording_and_anything_else_is_a_fact():
+    patterns = machine_facts.fact_patterns(**AMD)
+    chinese = "记录于 AMD EPYC（cpu，1 个线程），torch 2.13.0+cpu，2026-11-21"
+    nb = notebook(("print(label)", f"cpu-2026-11-21.json: {RECORDED_AMD}\n"), ("print(label)", chinese + "\n"),
+                  ("print(svg)", f"<!-- {RECORDED_AMD} --><!-- live: cpu (AMD EPYC, 1 thread) -->\n"),
+                  ("print(forged)", RECORDED_AMD.replace("2026-11-21", "2026-12-01") + "\n"),
+                  ("print(forged)", RECORDED_AMD.replace("2.13.0", "2.12.0") + "\n"))
+    assert RECORDED_AMD in machine_facts.recorded_labels() and chinese in machine_facts.recorded_labels()
+    assert [index for index, _ in machine_facts.find(nb, patterns)] == [2, 3, 4]
+
+
+def test_scrub_keeps_a_recordings_label_and_replaces_the_live_machine_beside_it():
+    patterns = machine_facts.fact_patterns(**AMD)
+    text = f"live: cpu (AMD EPYC, 1 thread) against {RECORDED_AMD}\n"
+    nb = notebook(("# NBVAL_IGNORE_OUTPUT\nprint(both)", text))
+    assert machine_facts.scrub(nb, patterns) == 1
+    assert nb.cells[0].outputs[0].text == f"live: cpu (‹CPU model›, 1 thread) against {RECORDED_AMD}\n"
+
+
+def test_recorded_labels_come_from_each_kind_of_recording(tmp_path):
+    flex = {"machine": "Intel(R) Xeon(R) Processor, L1d 48K, 1 thread", "device": "cpu", "threads": 1,
+            "torch": "2.13.0+cpu", "date": "2026-11-26"}
+    (tmp_path / "flex").mkdir()
+    (tmp_path / "flex" / "cpu-2026-11-26.json").write_text(json.dumps(flex))
+    (tmp_path / "explorer.json").write_text(json.dumps({"machine": "AMD EPYC 7B13", "date": "2026-11-25"}))
+    labels = machine_facts.recorded_labels(tmp_path)
+    assert "recorded on Intel Xeon (cpu, 1 thread), torch 2.13.0+cpu, 2026-11-26" in labels
+    assert not [label for label in labels if "AMD" in label]  # a file with no label's fields gives no label
+    assert len(labels) == 1 + len(list((ROOT / "mha_lib" / "locale").iterdir()))  # English and each language
+
+
+def test_a_table_row_is_a_fact_in_its_html_as_in_its_plain_text():
+    # format_table displays both: the HTML once showed "logical_cores 2" where the plain text had been scrubbed
+    patterns = machine_facts.fact_patterns(**XEON)
+    html = ('<table><tr><td style="text-align: left">logical_cores</td><td style="text-align: left">2</td></tr>'
+            '<tr><td>逻辑核心数</td><td>2</td></tr><tr><td>float32_lanes</td><td>2</td></tr></table>')
+    nb = notebook(("# NBVAL_IGNORE_OUTPUT\ndisplay(table)", "logical_cores  2\n"))
+    nb.cells[0].outputs.append(nbformat.v4.new_output("display_data", data={"text/html": html, "text/plain": "t"}))
+    assert len(machine_facts.find(nb, patterns, labels=[])) == 3  # float32_lanes 2 is not the core count
+    machine_facts.scrub(nb, patterns, labels=[])
+    assert nb.cells[0].outputs[1].data["text/html"].count("‹N›") == 2 and not machine_facts.find(nb, patterns, [])

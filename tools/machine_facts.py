@@ -15,9 +15,16 @@ What counts as a fact, read from this machine:
 - each data or unified cache, as ``machine_summary`` prints it (``L2 2048K``);
 - the number of logical cores, where it is above 1, in the phrases the chapters print (``2 threads``, ``2 个线程``,
   ``logical_cores  2``, ``torch_threads  2``, ``2 cores``, ``2 个核心``, and the Chinese names of those two table
-  rows as mha_lib's catalogue writes them); one thread is a setting, not a fact of the machine.
-Recorded benchmark files name the machine they were recorded on; chapters print them by a short name (``AMD EPYC``)
-and the file's name, and the file keeps the details.
+  rows as mha_lib's catalogue writes them, in a table's plain text and in its HTML); one thread is a setting, not a
+  fact of the machine. Every text MIME type is searched alike: ``text/plain``, ``text/html``, SVG.
+
+A recording (a JSON file under ``mha_lib/_bench/results/``) names the machine it was measured on, and a chapter
+may print that: it is the recording's provenance, not a fact of the machine that executed the notebook. It has
+one form, ``mha_lib._bench.records.recorded_label`` ("recorded on AMD EPYC (cpu, 1 thread), torch 2.13.0+cpu,
+2026-11-21"). ``recorded_labels`` prints that label from every recording's own fields, in English and in every
+language of mha_lib's catalogue; ``find`` and ``scrub`` pass over those exact texts and look at everything else.
+So a chapter executed on the machine that made a recording (an AMD EPYC printing its own AMD EPYC recording)
+passes, while the same name printed in any other form, or with fields no recording has, is still a fact.
 """
 
 from __future__ import annotations
@@ -77,9 +84,42 @@ def fact_patterns(model: str | None = None, caches: dict[str, str] | None = None
         count = rf"(?<![\d.,]){cores}"
         patterns += [
             (re.compile(rf"{count}( threads?| cores?| ?个线程| ?个核心?)"), rf"{COUNT_PLACEHOLDER}\1"),
-            (re.compile(rf"((?:{'|'.join(map(re.escape, row_names()))})\s+){cores}\b"), rf"\g<1>{COUNT_PLACEHOLDER}"),
+            # a table row, as text ("logical_cores  2") or as HTML ("<td>logical_cores</td><td ...>2</td>")
+            (re.compile(rf"((?:{'|'.join(map(re.escape, row_names()))})(?:\s+|\s*</td>\s*<td[^>]*>\s*)){cores}\b"),
+             rf"\g<1>{COUNT_PLACEHOLDER}"),
         ]
     return patterns
+
+
+def recorded_labels(directory: Path | None = None) -> list[str]:
+    """Every recording's label (``recorded_label``) in English and each language of the catalogue, longest first.
+
+    ``directory`` defaults to the package's results folder; every ``*.json`` under it counts. A batching result
+    (``runs``) has one label per run, another recording (``flex/``) one label of its top-level fields; a file
+    with neither (``explorer/``, whose machine no chapter prints) has none.
+    """
+    import json
+
+    from mha_lib._bench.records import load_result, provenance, recorded_label, results_directory
+
+    directory = results_directory() if directory is None else directory
+    languages = [str] + [gettext.translation("mha_lib", LOCALE, [folder.name], fallback=True).gettext
+                         for folder in (sorted(LOCALE.iterdir()) if LOCALE.is_dir() else [])]
+    labels = set()
+    for path in sorted(directory.rglob("*.json")):
+        data = json.loads(path.read_text())
+        if "runs" in data:
+            result = load_result(path)
+            labels |= {provenance(result, run, translate) for run in result.runs for translate in languages}
+        elif {"machine", "device", "threads", "torch", "date"} <= data.keys():
+            labels |= {recorded_label(data["machine"], data["device"], data["threads"], data["torch"], data["date"],
+                                      translate) for translate in languages}
+    return sorted(labels, key=len, reverse=True)
+
+
+def _labels_pattern(labels: list[str]) -> re.Pattern[str]:
+    """One pattern, a group, matching any of ``labels`` (one that never matches when there are none)."""
+    return re.compile("(" + ("|".join(map(re.escape, labels)) if labels else "(?!)") + ")")
 
 
 def output_texts(output: dict) -> Iterator[tuple[dict | list, str | int]]:
@@ -97,36 +137,45 @@ def output_texts(output: dict) -> Iterator[tuple[dict | list, str | int]]:
             yield output["data"], key
 
 
-def find(nb: dict, patterns: list[tuple[re.Pattern[str], str]] | None = None) -> list[tuple[int, str]]:
-    """(cell index, matched text) for every fact of this machine in the stored outputs of ``nb``."""
+def find(nb: dict, patterns: list[tuple[re.Pattern[str], str]] | None = None,
+         labels: list[str] | None = None) -> list[tuple[int, str]]:
+    """(cell index, matched text) for every fact of this machine in the stored outputs of ``nb``.
+
+    ``labels`` are texts passed over, by default every recording's label (:func:`recorded_labels`).
+    """
     patterns = fact_patterns() if patterns is None else patterns
+    label = _labels_pattern(recorded_labels() if labels is None else labels)
     found = []
     for index, cell in enumerate(nb["cells"]):
         for output in cell.get("outputs", []):
             for container, key in output_texts(output):
-                text = container[key]
+                text = label.sub("\0", container[key])  # a NUL: no fact matches across a label's place
                 found += [(index, match.group(0)) for pattern, _ in patterns for match in pattern.finditer(text)]
     return found
 
 
-def scrub(nb: dict, patterns: list[tuple[re.Pattern[str], str]] | None = None) -> int:
+def scrub(nb: dict, patterns: list[tuple[re.Pattern[str], str]] | None = None,
+          labels: list[str] | None = None) -> int:
     """Replace the facts of this machine in the outputs of ``nb``'s live-timing cells; return how many.
 
     Only cells whose source carries ``# NBVAL_IGNORE_OUTPUT`` are touched: nbval compares the others, so
-    changing them would hide a difference; a fact there is a mistake for ``check`` to report.
+    changing them would hide a difference; a fact there is a mistake for ``check`` to report. A recording's label
+    (``labels``, as for :func:`find`) is kept as it is.
     """
     patterns = fact_patterns() if patterns is None else patterns
+    label = _labels_pattern(recorded_labels() if labels is None else labels)
     replaced = 0
     for cell in nb["cells"]:
         if cell["cell_type"] != "code" or IGNORE_MARK not in "".join(cell["source"]):
             continue
         for output in cell.get("outputs", []):
             for container, key in output_texts(output):
-                text = container[key]
-                for pattern, replacement in patterns:
-                    text, count = pattern.subn(replacement, text)
-                    replaced += count
-                container[key] = text
+                pieces = label.split(container[key])  # the labels at the odd places: the pattern is one group
+                for i in range(0, len(pieces), 2):
+                    for pattern, replacement in patterns:
+                        pieces[i], count = pattern.subn(replacement, pieces[i])
+                        replaced += count
+                container[key] = "".join(pieces)
     return replaced
 
 
@@ -142,13 +191,13 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__.split("\n\n")[0], file=sys.stderr)
         return 2
     command, paths = argv[0], _notebooks(argv[1:])
-    patterns = fact_patterns()
+    patterns, labels = fact_patterns(), recorded_labels()
     problems = 0
     for path in paths:
         nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
-        if command == "scrub" and scrub(nb, patterns):
+        if command == "scrub" and scrub(nb, patterns, labels):
             nbformat.write(nb, path)
-        for index, fact in find(nb, patterns):
+        for index, fact in find(nb, patterns, labels):
             problems += 1
             print(f"{path}: cell {index}: {fact!r}")
     return 1 if problems else 0

@@ -18,7 +18,7 @@ import platform
 import re
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import torch
 
 from .._validation import wrong_type
-from ..i18n import _
+from ..i18n import N_, _
 from .timing import cpu_caches, threads_text
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "load_results",
     "make_result",
     "provenance",
+    "recorded_label",
     "results_directory",
     "save_result",
     "short_machine_name",
@@ -342,9 +343,28 @@ def short_machine_name(machine: str) -> str:
 _VENDORS = ("Intel", "AMD", "Apple", "Ampere", "Arm", "NVIDIA", "Qualcomm")
 
 
-def provenance(result: BenchResult, run: DeviceRun) -> str:
-    """The label of a recorded run: 'recorded on <short name> (<device>[, threads]), torch <version>, <date>'."""
-    details = f", {threads_text(run.threads)}" if run.device == "cpu" else ""
-    name = short_machine_name(run.name) if run.device == "cpu" else run.name
-    return _("recorded on {name} ({device}{details}), torch {torch}, {date}").format(
-        name=name, device=run.device, details=details, torch=result.torch, date=result.date)
+# A recorded run's label: the one form in which a stored output names the machine a recording was made on. The
+# fields are the recording's own; tools/machine_facts.py prints every recording's label in every language of the
+# catalogue, so that a stored output may carry these labels and no other name of a machine (the reader's).
+RECORDED_ON_CPU = N_("recorded on {name} ({device}, {threads}), torch {torch}, {date}")
+RECORDED_ON_DEVICE = N_("recorded on {name} ({device}), torch {torch}, {date}")
+
+
+def recorded_label(machine: str, device: str, threads: int, torch_version: str, date: str,
+                   translate: Callable[[str], str] = _) -> str:
+    """'recorded on <short name> (<device>[, threads]), torch <version>, <date>', from a recording's fields.
+
+    ``machine`` is the recording's model name or ``machine_summary`` line (a CPU is named by
+    :func:`short_machine_name`), ``translate`` the function that translates the template: ``_`` for printed
+    text, ``figure_text`` for a figure.
+    """
+    if device != "cpu":
+        return translate(RECORDED_ON_DEVICE).format(name=machine, device=device, torch=torch_version, date=date)
+    count = translate("1 thread") if threads == 1 else translate("{count} threads").format(count=threads)
+    return translate(RECORDED_ON_CPU).format(name=short_machine_name(machine), device=device, threads=count,
+                                             torch=torch_version, date=date)
+
+
+def provenance(result: BenchResult, run: DeviceRun, translate: Callable[[str], str] = _) -> str:
+    """The label of one run of a recorded result (:func:`recorded_label`)."""
+    return recorded_label(run.name, run.device, run.threads, result.torch, result.date, translate)

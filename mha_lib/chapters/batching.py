@@ -29,7 +29,7 @@ from torch import Tensor
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
-from .._bench.records import short_machine_name
+from .._bench.records import provenance
 from .._validation import require_heads_divide, require_positive_int, require_qkv, require_split_input, wrong_type
 from ..functional import dot_product_attention, transpose_output, transpose_qkv
 from ..i18n import N_, _, figure_text
@@ -332,15 +332,6 @@ def _live_label(run: DeviceRun) -> str:
     return figure_text("live: {device} ({name})").format(device=run.device, name=run.name)
 
 
-def _recorded_label(result: BenchResult, run: DeviceRun) -> str:
-    if run.device == "cpu":  # the separators are the catalogue's too: Chinese writes "，"
-        return figure_text("recorded on {name} ({device}, {threads}), torch {torch}, {date}").format(
-            name=short_machine_name(run.name), device=run.device, threads=_threads_text(run.threads),
-            torch=result.torch, date=result.date)
-    return figure_text("recorded on {name} ({device}), torch {torch}, {date}").format(
-        name=run.name, device=run.device, torch=result.torch, date=result.date)
-
-
 def _short(run: DeviceRun) -> str:
     """A live run's label: 'cpu, 1 thread' or 'cpu, all threads' (how many is a fact of this machine), or the device."""
     if run.device != "cpu":
@@ -406,7 +397,7 @@ def plot_devices(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]) -> 
     time_ax = axes[0]
     for kind, result, runs in groups:
         for run in runs:
-            label = _live_label(run) if kind == "live" else _recorded_label(result, run)
+            label = _live_label(run) if kind == "live" else provenance(result, run, figure_text)
             style = _line_style(kind, run.device)
             if kind == "live" and run.device == "cpu" and run.threads == 1:
                 style["linestyle"] = "-."  # the one-thread CPU run beside the all-threads one
@@ -441,7 +432,7 @@ def plot_length_sweep(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]
     for kind, result, runs in groups:
         for run in runs:
             sweep = run.length_sweep
-            who = _live_label(run) if kind == "live" else _recorded_label(result, run)
+            who = _live_label(run) if kind == "live" else provenance(result, run, figure_text)
             for name in ("explicit", "sdpa"):
                 style = {**_line_style(kind, run.device), "color": _COLOURS[name]}
                 if run.device != "cpu":

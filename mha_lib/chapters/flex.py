@@ -134,8 +134,8 @@ def load_flex_record(path: str | Path | None = None) -> dict[str, Any]:
             raise FileNotFoundError(template.format(folder=folder.name))
         path = files[-1]
     record = json.loads(Path(path).read_text())
-    for key in ("device_name", "machine", "torch", "date", "load_average_1min", "rows", "compile_s",
-                "compile_fresh_s"):
+    for key in ("device", "device_name", "machine", "threads", "torch", "date", "load_average_1min", "rows",
+                "compile_s", "compile_fresh_s"):
         if key not in record:
             raise ValueError(_("the recording {file} lacks the field {key!r}").format(file=Path(path).name, key=key))
     for row in record["rows"]:
