@@ -61,7 +61,7 @@ NO_TORCH_INDEX = echo "       $(TORCH_INDEX) was out of reach, and PyPI and its 
 	echo "       See \"Behind a firewall\" in docs/platforms.md (docs/platforms.zh-CN.md: 国内网络)."
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab reset refresh lab-instructor test test-unit test-notebooks test-portable test-torch-newest lint outputs editions bench bench-batching clean lock
+.PHONY: help setup lab reset refresh lab-instructor test test-unit test-notebooks test-portable test-kernels test-torch-newest lint outputs editions bench bench-batching clean lock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -121,6 +121,14 @@ test-notebooks: $(STAMP) ## execute every notebook (both editions, English and C
 PORTABLE := ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 test-portable: $(STAMP) ## execute notebooks/ again on PyTorch's plain CPU kernels and one thread, against the same outputs
 	$(PORTABLE) $(BIN)/python -m pytest $(NBVAL) notebooks
+
+# PyTorch's own kernels differ by CPU family too: an Intel Xeon with AVX-512 runs the AVX-512 ones, an AMD EPYC before
+# Zen 4 (and most laptops) the AVX2 ones, which sum in another order. On a CPU with AVX-512, notebooks/ runs once more
+# on the AVX2 kernels and every thread, as on such a machine; a CPU without AVX-512 already ran its own kernels.
+CAPABILITY = $(shell $(BIN)/python -c "import torch; print(torch.backends.cpu.get_cpu_capability())" 2>/dev/null)
+test-kernels: $(STAMP) ## on a CPU with AVX-512: execute notebooks/ again on the AVX2 kernels, as an AMD EPYC runs them
+	@if [ "$(CAPABILITY)" = AVX512 ]; then set -x; ATEN_CPU_CAPABILITY=avx2 $(BIN)/python -m pytest $(NBVAL) notebooks; \
+	else echo "==> make test-kernels: this CPU runs PyTorch's $(CAPABILITY) kernels, which make test-notebooks ran"; fi
 
 # The newest PyTorch that pyproject.toml admits (torch<X.Y there), as a Colab user or `pip install mha-notebooks`
 # gets it: PyPI's build (on Linux the CUDA one, several GB; it runs on the CPU too), in its own environment
