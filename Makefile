@@ -148,6 +148,7 @@ lint: $(STAMP) ## ruff on the library, tests, benchmarks and notebooks
 	$(BIN)/ruff check .
 
 outputs: $(STAMP) ## re-execute every notebook in place, each in a fresh kernel, then remake and execute chapters/ and zh-CN/
+	$(BIN)/python -m tools.quiet
 	$(EXECUTE) $(NOTEBOOKS)
 	$(SCRUB) $(NOTEBOOKS)
 	$(MAKE) editions
