@@ -61,10 +61,19 @@ NO_TORCH_INDEX = echo "       $(TORCH_INDEX) was out of reach, and PyPI and its 
 	echo "       See \"Behind a firewall\" in docs/platforms.md (docs/platforms.zh-CN.md: 国内网络)."
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab reset refresh lab-instructor test test-unit test-notebooks test-portable test-kernels test-torch-newest lint outputs editions bench bench-batching clean lock
+.PHONY: help help-all setup lab reset refresh lab-instructor test test-unit test-notebooks test-portable test-kernels test-torch-newest lint outputs editions bench bench-batching clean lock
 
-help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+# `make help` shows a reader's targets, in this order; `make help-all` every target with a `## ` description, in the
+# order of this file (lecturers, translators, maintainers, CI). tests/test_setup.py checks both lists.
+READER_TARGETS := setup lab lab-zh reset refresh test
+TARGET_LINES = grep -E '^[a-z-]+:.*\#\# ' $(MAKEFILE_LIST)
+help: ## a reader's targets (make help-all lists every target)
+	@$(TARGET_LINES) | awk -F':.*## ' -v keep='$(READER_TARGETS)' \
+		'{text[$$1] = $$2} END {n = split(keep, name, " "); for (i = 1; i <= n; i++) printf "  make %-18s %s\n", name[i], text[name[i]]}'
+	@echo "  Every target, for lecturers, translators and maintainers too: make help-all"
+
+help-all: ## every target
+	@$(TARGET_LINES) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
 
 setup: $(STAMP) ## create .venv and install mha_lib and everything the notebooks and tests need, as locked (TORCH=cuda: CUDA build)
 

@@ -185,7 +185,7 @@ def test_book_extra_stays_out_of_the_environment():
 
 # --- Makefile and CI ----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("target", ["help", "setup", "lab", "test", "lint", "outputs", "clean", "lock",
+@pytest.mark.parametrize("target", ["help", "help-all", "setup", "lab", "test", "lint", "outputs", "clean", "lock",
                                     "test-browser"])
 def test_makefile_has_the_documented_targets(target):
     makefile = (ROOT / "Makefile").read_text()

@@ -1,5 +1,6 @@
 """The READMEs are for a reader: at most 150 lines each. The rest lives in docs/, and every relative link in the
-READMEs and in docs/*.md points to a file that exists and, after a #, to a heading of that file."""
+READMEs, the contributor's pages and docs/*.md points to a file that exists and, after a #, to a heading of that
+file. Both READMEs send a contributor to CONTRIBUTING and the code of conduct."""
 
 import re
 import unicodedata
@@ -10,7 +11,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 READMES = [ROOT / "README.md", ROOT / "README.zh-CN.md"]
-PAGES = READMES + sorted((ROOT / "docs").glob("*.md"))
+# The contributor's pages at the root (CONTRIBUTING, the code of conduct) are checked like docs/.
+COMMUNITY = [ROOT / "CONTRIBUTING.md", ROOT / "CONTRIBUTING.zh-CN.md", ROOT / "CODE_OF_CONDUCT.md"]
+PAGES = READMES + COMMUNITY + sorted((ROOT / "docs").glob("*.md"))
 MAX_LINES = 150
 
 # Pages that other branches of issue 35 write (the reader's working copy, the book). Until they are merged, a link
@@ -113,3 +116,9 @@ def test_the_sections_that_messages_name_exist():
     i18n = (ROOT / "mha_lib" / "i18n.py").read_text()
     assert "the section on Chinese fonts in README.zh-CN.md" in i18n
     assert "中文字体" in anchors(ROOT / "README.zh-CN.md")
+
+
+@pytest.mark.parametrize("readme", READMES, ids=lambda path: path.name)
+def test_the_readme_links_the_contributors_pages(readme):
+    links = {target.partition("#")[0] for target in relative_links(readme)}
+    assert {"CONTRIBUTING.md", "CODE_OF_CONDUCT.md"} <= links

@@ -167,10 +167,30 @@ def test_reset_without_a_chapter_says_how_to_name_one(checkout, target):
     assert result.returncode == 0 and "tools.workcopy reset" in result.stdout and "'04'" in result.stdout
 
 
-def test_help_shows_no_variable_unexpanded(checkout):
-    result = make(checkout, "help")
+@pytest.mark.parametrize("target", ["help", "help-all"])
+def test_help_shows_no_variable_unexpanded(checkout, target):
+    result = make(checkout, target)
     assert result.returncode == 0 and "make lab " in result.stdout
     assert "$(" not in result.stdout and "$$" not in result.stdout
+
+
+def described_targets(text: str) -> list[str]:
+    """The targets that `make help` and `make help-all` print: the lines `name: ... ## description`."""
+    return [line.split(":")[0] for line in text.splitlines() if re.match(r"[a-z-]+:.*## ", line)]
+
+
+def listed_targets(stdout: str) -> list[str]:
+    return [match[1] for match in re.finditer(r"^  make (\S+) +\S", stdout, flags=re.MULTILINE)]
+
+
+def test_help_shows_the_readers_targets_and_help_all_every_target(checkout):
+    """A reader meets six targets, each with its description; the rest wait behind `make help-all`."""
+    every = described_targets((ROOT / "Makefile").read_text())
+    reader = make(checkout, "help").stdout
+    assert listed_targets(reader) == ["setup", "lab", "lab-zh", "reset", "refresh", "test"]
+    assert "make help-all" in reader.splitlines()[-1]
+    assert listed_targets(make(checkout, "help-all").stdout) == every
+    assert len(every) > 30 and {"help", "help-all", "lab-instructor", "outputs", "zh", "lock"} <= set(every)
 
 
 def test_shipped_settings_turn_off_the_news_prompt_with_names_jupyterlab_knows():

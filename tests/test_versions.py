@@ -1,4 +1,5 @@
-"""One version, in three places: pyproject.toml, mha_lib.__version__ and the newest release of CHANGELOG.md.
+"""One version, in three places: pyproject.toml, mha_lib.__version__ and the newest release of CHANGELOG.md; and
+CITATION.cff cites that release.
 
 The scheme is calendar versioning, YEAR.MONTH.PATCH (PEP 440), and each release is tagged vYEAR.MONTH.PATCH so that
 a lecturer can pin it (docs/lecturer-kit.md, "Pin a version")."""
@@ -8,6 +9,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import yaml
 from packaging.version import Version
 
 import mha_lib
@@ -53,3 +55,33 @@ def test_the_parser_reads_keep_a_changelog_headings():
     text = "# Changelog\n\n## [Unreleased]\n\n## [2027.2.1] - 2027-02-10\n\n### Fixed\n\n## [2027.2.0] - 2027-02-01\n"
     assert releases(text) == [("2027.2.1", datetime.date(2027, 2, 10)), ("2027.2.0", datetime.date(2027, 2, 1))]
     assert releases("## [Unreleased]\n## 2027.2.0 - 2027-02-01\n") == []  # without brackets: not a release heading
+
+
+# --- CITATION.cff: the release a citation names ----------------------------------------------------------------------
+
+CFF_REQUIRED = {"cff-version", "message", "title", "authors"}  # Citation File Format 1.2.0's required keys
+
+
+def citation() -> dict:
+    return yaml.safe_load((ROOT / "CITATION.cff").read_text())
+
+
+def test_the_citation_is_cff_1_2_0_with_its_required_keys():
+    cff = citation()
+    assert isinstance(cff, dict) and CFF_REQUIRED <= set(cff), f"CITATION.cff lacks {CFF_REQUIRED - set(cff or {})}"
+    assert cff["cff-version"] == "1.2.0" and cff["type"] == "software"
+    assert cff["authors"] and all(set(author) & {"name", "family-names"} for author in cff["authors"])
+    assert all(isinstance(cff[key], str) and cff[key].strip() for key in ("message", "title"))
+
+
+def test_the_citation_names_the_version_and_release_date():
+    cff = citation()
+    version, date = releases((ROOT / "CHANGELOG.md").read_text())[0]
+    assert cff["version"] == pyproject_version() == mha_lib.__version__ == version
+    assert datetime.date.fromisoformat(str(cff["date-released"])) == date
+
+
+def test_the_citation_gives_the_licences_of_code_and_content():
+    licences = citation()["license"]
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"] in licences  # the code: MIT
+    assert "Attribution 4.0 International" in (ROOT / "LICENSE-CONTENT").read_text() and "CC-BY-4.0" in licences
