@@ -329,6 +329,16 @@ def test_masked_softmax_gives_length_0_all_zero_weights_and_full_length_plain_so
     torch.testing.assert_close(weights[1], X[1].softmax(dim=-1))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_masked_softmax_gives_a_visible_score_at_the_dtypes_minimum_all_the_weight(dtype):
+    # hidden scores are replaced by finfo.min: a visible one equal to it must still beat them, not tie at 1/n
+    low = torch.finfo(dtype).min
+    X = torch.tensor([[[low, 0, 0, 0], [low, low, 0, 0]]], dtype=dtype)
+    weights = masked_softmax(X, torch.tensor([[1, 2]]))
+    expected = torch.tensor([[[1, 0, 0, 0], [0.5, 0.5, 0, 0]]], dtype=dtype)
+    torch.testing.assert_close(weights, expected, rtol=0, atol=0)
+
+
 def test_masked_softmax_leaves_X_unchanged():
     X = torch.randn(BATCH, NUM_QUERIES, NUM_KVPAIRS)
     before = X.clone()

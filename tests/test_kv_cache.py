@@ -50,6 +50,13 @@ def test_cached_generation_equals_full_causal_attention(num_kv_heads, seed):
     torch.testing.assert_close(cached[:, :3], prompt)
 
 
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_generate_refuses_an_empty_prompt(use_cache):
+    # an empty prompt has no last position to continue from: both paths would return (1, 0, 24), not (1, 3, 24)
+    with pytest.raises(ValueError, match=r"prompt must hold at least one token .*got shape \(1, 0, 24\)"):
+        generate(layer(2), torch.zeros(1, 0, 24, dtype=torch.float64), 3, use_cache=use_cache)
+
+
 def test_attend_with_cache_in_chunks_equals_one_causal_pass():
     gqa = layer(2)
     x = torch.randn(2, 9, 24, dtype=torch.float64)
