@@ -24,6 +24,7 @@ from mha_lib import (
     AdditiveAttention,
     DotProductAttention,
     MultiHeadAttention,
+    attention_mask,
     causal_mask,
     dot_product_attention,
     masked_softmax,
@@ -119,6 +120,15 @@ def test_mha_sizes_may_be_numpy_integers(integer):
     mha = MultiHeadAttention(**{name: integer(size) for name, size in mha_sizes().items()})
     assert mha.num_heads == NUM_HEADS and type(mha.num_heads) is int
     assert mha.W_q.out_features == NUM_HIDDENS
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_mha_with_a_bool_where_a_size_goes_names_both_forms(bias):
+    # five positional arguments bind d2l 0.17's form, but the caller meant d2l 1.0's (num_hiddens, num_heads,
+    # dropout, bias) and one more: the message must show both forms, not blame num_hiddens for the bias
+    with pytest.raises(TypeError, match=msg("d2l 0.17's MultiHeadAttention(key_size", "d2l 1.0's MultiHeadAttention("
+                                            "num_hiddens, num_heads", f"got (16, 4, 0.1, {bias}, 5)")):
+        MultiHeadAttention(16, 4, 0.1, bias, 5)
 
 
 DROPOUT_LAYERS = {
@@ -396,6 +406,13 @@ def test_mha_accepts_an_all_false_attn_mask_without_nan(need_weights):
     assert not layer(**inputs, attn_mask=mask, need_weights=need_weights).isnan().any()
 
 
+def test_attention_mask_needs_valid_lens_and_attn_mask_on_one_device():
+    valid_lens = torch.tensor([1, 2])
+    attn_mask = torch.ones(NUM_QUERIES, NUM_KVPAIRS, dtype=torch.bool, device="meta")
+    with pytest.raises(ValueError, match=msg("attn_mask is on meta but valid_lens is on cpu")):
+        attention_mask(BATCH, NUM_QUERIES, NUM_KVPAIRS, valid_lens, attn_mask=attn_mask)
+
+
 # --- head reshapes -------------------------------------------------------------------------
 
 
@@ -470,7 +487,24 @@ def test_to_torch_mha_needs_an_mha_lib_layer():
         to_torch_mha("x")
 
 
+def test_to_torch_mha_of_an_uncalled_lazy_layer_says_it_was_not_called_yet():
+    # d2l 1.0's form: the input sizes come from the first call; before it LazyLinear's in_features is a placeholder 0
+    with pytest.raises(ValueError, match=msg("mha was built in d2l 1.0's form and has not been called yet")):
+        to_torch_mha(MultiHeadAttention(NUM_HIDDENS, NUM_HEADS))
+
+
 def test_dot_product_attention_needs_at_least_two_axes():
     q = torch.randn(4)
     with pytest.raises(ValueError, match=msg("queries", "at least 2 axes", "got shape (4,)")):
         dot_product_attention(q, q, q)
+
+
+@pytest.mark.parametrize("target", ["dot_product_attention", "DotProductAttention"])
+def test_queries_and_keys_of_0_features_are_refused(target):
+    # scores are divided by sqrt(d_k): d_k = 0 has no scale (it was a ZeroDivisionError)
+    queries, keys, values = torch.randn(BATCH, NUM_QUERIES, 0), torch.randn(BATCH, NUM_KVPAIRS, 0), torch.randn(
+        BATCH, NUM_KVPAIRS, VALUE_SIZE)
+    call = dot_product_attention if target == "dot_product_attention" else DotProductAttention()
+    with pytest.raises(ValueError, match=msg("queries and keys must have at least 1 feature d_k",
+                                             f"got queries {tuple(queries.shape)} and keys {tuple(keys.shape)}")):
+        call(queries, keys, values)
