@@ -1,6 +1,7 @@
 """Chapter 09's helpers: the KV cache against full causal attention, FLOP counts against PyTorch's counter,
 MLA absorbed against explicit, and the memory formulas against the bytes of real tensors."""
 
+import numpy as np
 import pytest
 import torch
 from matplotlib.figure import Figure
@@ -206,6 +207,24 @@ def test_mla_bad_input():
         mla(torch.zeros(1, 3, 8))
     with pytest.raises(ValueError, match="kv_lora_rank must be a positive int"):
         MultiHeadLatentAttention(16, 2, 8, 0)
+
+
+def test_mla_checks_devices_and_flags_as_the_other_layers_do():
+    mla = MultiHeadLatentAttention(16, 2, 8, 4)
+    x = torch.zeros(2, 3, 16)
+    with pytest.raises(ValueError, match=r"x is on meta but the layer's weights are on cpu"):
+        mla(x.to("meta"))  # returned a meta tensor
+    with pytest.raises(ValueError, match=r"valid_lens is on meta but x is on cpu"):
+        mla(x, torch.tensor([3, 1], device="meta"))  # raised PyTorch's "Cannot copy out of meta tensor"
+    with pytest.raises(TypeError, match=r"absorbed must be True or False, got 'no' \(a str\)"):
+        mla(x, absorbed="no")  # was taken as True
+    with pytest.raises(ValueError, match=r"valid_lens must lie in \[0, 3\]"):
+        mla(x, torch.tensor([3, 4]))
+
+
+def test_mla_stores_its_sizes_as_python_ints():
+    mla = MultiHeadLatentAttention(*(np.int64(size) for size in (16, 2, 8, 4)))
+    assert [type(size) for size in (mla.num_heads, mla.head_dim, mla.kv_lora_rank)] == [int, int, int]
 
 
 def test_memory_formulas():
