@@ -78,11 +78,11 @@ def _masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
 
     A hidden score is replaced by the dtype's most negative number: never -1e9 (outside float16's range), never
     -inf (a row with every key hidden would give 0/0 = NaN, and NaN gradients), and replaced, not added to, so
-    that whatever it was (a huge number, +-inf, NaN) cannot reach the visible weights. The visible scores are
-    first shifted so that the largest of them is 0 (softmax does not change when a row is shifted), so that even
-    a visible score at that most negative number beats the hidden ones instead of tying with them. Then the
-    hidden weights are set to exactly 0, which also empties a row whose every key is hidden: it attends to
-    nothing. A NaN or inf among the visible scores stays, as in ``F.softmax``.
+    that whatever it was (a huge number, +-inf, NaN) cannot reach the visible weights. Each row is first shifted
+    by its largest visible score (a shift changes no weight), so that a visible score never ties with the hidden
+    ones, not even one at that most negative number. Then the hidden weights are set to exactly 0, which also
+    empties a row whose every key is hidden: it attends to nothing. A NaN or inf among the visible scores stays,
+    as in ``F.softmax``.
     """
     if mask is None:
         return F.softmax(scores, dim=-1)
