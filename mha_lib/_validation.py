@@ -116,8 +116,8 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
 
 def require_masks(batch_size: int, num_queries: int, num_kvpairs: int, valid_lens: object, causal: object,
                   attn_mask: object, device: torch.device | None = None) -> None:
-    """Require ``valid_lens``, ``causal`` and ``attn_mask`` as :func:`mha_lib.attention_mask` takes them; with
-    ``device`` (that of the queries), the two tensors on it."""
+    """Require ``valid_lens``, ``causal`` and ``attn_mask`` as :func:`mha_lib.attention_mask` takes them, the two
+    tensors on one device: with ``device`` (that of the queries), on it."""
     if valid_lens is not None:
         require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)), VALID_LENS_SHAPES, num_kvpairs)
         if device is not None and valid_lens.device != device:
@@ -127,6 +127,8 @@ def require_masks(batch_size: int, num_queries: int, num_kvpairs: int, valid_len
                           "(batch_size, num_queries, num_kvpairs)")
         if device is not None and attn_mask.device != device:
             require_device("attn_mask", attn_mask, device)
+        elif valid_lens is not None and attn_mask.device != valid_lens.device:
+            require_device("attn_mask", attn_mask, valid_lens.device, other="valid_lens")
     require_bool("causal", causal)
 
 
@@ -179,10 +181,14 @@ def require_head_split(layer: object, queries: object, keys: object, values: obj
 
 
 def require_qk_features(queries: Tensor, keys: Tensor) -> None:
-    """Require queries and keys of one feature size d_k: their dot products need it."""
+    """Require queries and keys of one feature size d_k >= 1: their dot products need it, and the scale 1/sqrt(d_k)."""
     if queries.shape[-1] != keys.shape[-1]:
         template = _("queries and keys must have the same number of features d_k to take "
                      "dot products, got queries {queries_shape} and keys {keys_shape}")
+        raise ValueError(template.format(queries_shape=tuple(queries.shape), keys_shape=tuple(keys.shape)))
+    if queries.shape[-1] == 0:
+        template = _("queries and keys must have at least 1 feature d_k, since the scores are divided by "
+                     "sqrt(d_k), got queries {queries_shape} and keys {keys_shape}")
         raise ValueError(template.format(queries_shape=tuple(queries.shape), keys_shape=tuple(keys.shape)))
 
 
@@ -201,6 +207,13 @@ def require_layer_dtype(name: str, x: Tensor, weight: Tensor) -> None:
         template = _("{name} has dtype {x_dtype} but the layer's weights are {weight_dtype}; "
                      "convert one of them, e.g. layer.to({x_dtype}) or {name}.to({weight_dtype})")
         raise TypeError(template.format(name=name, x_dtype=x.dtype, weight_dtype=weight.dtype))
+
+
+def require_called(mha: object) -> None:
+    """Require a layer whose input sizes are known: one built in d2l 1.0's form learns them from its first call."""
+    if mha.query_size is None:
+        raise ValueError(_("mha was built in d2l 1.0's form and has not been called yet, so its input sizes and "
+                           "weights do not exist; call it once on inputs of the right sizes, then convert it"))
 
 
 def require_positive_int(name: str, value: object) -> int:

@@ -208,6 +208,7 @@ def alibi_score_mod(num_heads: int) -> ScoreMod:
     def alibi(score: Tensor, b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
         return score + slopes.to(h.device)[h] * (kv_idx - q_idx)  # the slopes go where the indices are
 
+    alibi.num_heads = len(slopes)  # one slope per head: apply_score_mod checks the scores have as many
     return alibi
 
 
@@ -230,6 +231,7 @@ def relative_bias_score_mod(table: Tensor) -> ScoreMod:
         distance = (kv_idx - q_idx).clamp(-(max_distance - 1), max_distance - 1)
         return score + table[h, distance + max_distance - 1]
 
+    relative_bias.num_heads = table.shape[0]  # one row per head: apply_score_mod checks the scores have as many
     return relative_bias
 
 
@@ -298,6 +300,9 @@ def dense_mask(mask_mod: MaskMod, batch_size: int, num_heads: int, num_queries: 
 def apply_score_mod(score_mod: ScoreMod, scores: Tensor) -> Tensor:
     """Apply ``score_mod`` to a whole tensor of scaled scores at once: what flex_attention does inside.
 
+    A score_mod that holds one value per head (:func:`alibi_score_mod`, :func:`relative_bias_score_mod`) records
+    its ``num_heads``, and the scores must have as many.
+
     Shape:
         - scores: ``(batch_size, num_heads, num_queries, num_kvpairs)``, floating-point
         - output: same shape
@@ -306,6 +311,11 @@ def apply_score_mod(score_mod: ScoreMod, scores: Tensor) -> Tensor:
         raise wrong_type("score_mod", _("a function (score, b, h, q_idx, kv_idx) -> score"), score_mod)
     scores = require_tensor("scores", scores, 4, "(batch_size, num_heads, num_queries, num_kvpairs)")
     _require_arity("score_mod", score_mod, 5, N_("(score, b, h, q_idx, kv_idx)"))
+    num_heads = getattr(score_mod, "num_heads", None)  # set by the builders that hold one row per head
+    if num_heads is not None and num_heads != scores.shape[1]:
+        template = _("score_mod was built for num_heads={num_heads}, but scores has {got} heads (axis 1 of shape "
+                     "{shape}); build it for {got} heads")
+        raise ValueError(template.format(num_heads=num_heads, got=scores.shape[1], shape=tuple(scores.shape)))
     grids = _index_grids(*scores.shape, scores.device)
     return score_mod(scores, *grids).expand(scores.shape)
 

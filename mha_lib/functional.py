@@ -78,13 +78,17 @@ def _masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
 
     A hidden score is replaced by the dtype's most negative number: never -1e9 (outside float16's range), never
     -inf (a row with every key hidden would give 0/0 = NaN, and NaN gradients), and replaced, not added to, so
-    that whatever it was (a huge number, +-inf, NaN) cannot reach the visible weights. Then the hidden weights
-    are set to exactly 0, which also empties a row whose every key is hidden: it attends to nothing. A NaN or
-    inf among the visible scores stays, as in ``F.softmax``.
+    that whatever it was (a huge number, +-inf, NaN) cannot reach the visible weights. Each row is first shifted
+    by its largest visible score (a shift changes no weight), so that a visible score never ties with the hidden
+    ones, not even one at that most negative number. Then the hidden weights are set to exactly 0, which also
+    empties a row whose every key is hidden: it attends to nothing. A NaN or inf among the visible scores stays,
+    as in ``F.softmax``.
     """
     if mask is None:
         return F.softmax(scores, dim=-1)
-    weights = F.softmax(torch.where(mask, scores, torch.finfo(scores.dtype).min), dim=-1)
+    lowest = torch.finfo(scores.dtype).min
+    row_max = torch.where(mask, scores, lowest).amax(dim=-1, keepdim=True)  # over the visible keys only
+    weights = F.softmax(torch.where(mask, scores - row_max, lowest), dim=-1)
     return torch.where(mask, weights, 0.0)
 
 

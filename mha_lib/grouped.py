@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from ._validation import (
+    require_called,
     require_head_split,
     require_int,
     require_kv_heads_divide,
@@ -132,9 +133,7 @@ def mha_to_gqa(mha: MultiHeadAttention, num_kv_heads: int) -> GroupedQueryAttent
     """
     if not isinstance(mha, MultiHeadAttention):
         raise wrong_type("mha", _("an mha_lib.MultiHeadAttention"), mha)
-    if mha.query_size is None:
-        raise ValueError(_("mha was built in d2l 1.0's form and has not been called yet, so its input sizes and "
-                           "weights do not exist; call it once on inputs of the right sizes, then convert it"))
+    require_called(mha)
     num_heads, head_dim = mha.num_heads, mha.head_dim
     if mha.num_kv_heads != num_heads:
         template = _("mha must have one key-value head per query head, got "

@@ -214,6 +214,9 @@ def generate(layer: GroupedQueryAttention, prompt: Tensor, num_new_tokens: int, 
         raise ValueError(template.format(num_hiddens=num_hiddens, sizes=sizes))
     require_tensor("prompt", prompt, 3, "(batch_size, prompt_len, num_hiddens)")
     require_features("prompt", prompt, num_hiddens, "num_hiddens")
+    if prompt.shape[1] == 0:  # each new token is the output at the last position: there must be one
+        template = _("prompt must hold at least one token to continue from (prompt_len >= 1), got shape {shape}")
+        raise ValueError(template.format(shape=tuple(prompt.shape)))
     require_positive_int("num_new_tokens", num_new_tokens)
     sequence = prompt
     if use_cache:

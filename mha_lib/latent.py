@@ -12,9 +12,17 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ._validation import require_features, require_layer_dtype, require_positive_int, require_tensor
-from .functional import dot_product_attention
-from .masks import attention_mask
+from ._validation import (
+    require_bool,
+    require_device,
+    require_features,
+    require_layer_device,
+    require_layer_dtype,
+    require_masks,
+    require_positive_int,
+    require_tensor,
+)
+from .functional import _attention, _attention_mask
 
 __all__ = ["MultiHeadLatentAttention"]
 
@@ -35,9 +43,9 @@ class MultiHeadLatentAttention(nn.Module):
 
     def __init__(self, num_hiddens: int, num_heads: int, head_dim: int, kv_lora_rank: int) -> None:
         super().__init__()
-        for name, size in (("num_hiddens", num_hiddens), ("num_heads", num_heads), ("head_dim", head_dim),
-                           ("kv_lora_rank", kv_lora_rank)):
-            require_positive_int(name, size)
+        num_hiddens, num_heads, head_dim, kv_lora_rank = (require_positive_int(name, size) for name, size in (
+            ("num_hiddens", num_hiddens), ("num_heads", num_heads), ("head_dim", head_dim),
+            ("kv_lora_rank", kv_lora_rank)))
         self.num_heads, self.head_dim, self.kv_lora_rank = num_heads, head_dim, kv_lora_rank
         self.W_q = nn.Linear(num_hiddens, num_heads * head_dim, bias=False)
         self.W_dkv = nn.Linear(num_hiddens, kv_lora_rank, bias=False)  # down: token -> latent (cached)
@@ -47,11 +55,17 @@ class MultiHeadLatentAttention(nn.Module):
 
     def forward(self, x: Tensor, valid_lens: Tensor | None = None, *, causal: bool = False,
                 absorbed: bool = False) -> Tensor:
+        # the checks of the other layers' require_qkv, with x named x: everything below trusts the arguments
         require_tensor("x", x, 3, "(batch_size, seq_len, num_hiddens)")
         require_features("x", x, self.W_q.in_features, "num_hiddens")
         require_layer_dtype("x", x, self.W_q.weight)
+        require_layer_device("x", x, self.W_q.weight)
         batch_size, seq_len, _features = x.shape
-        mask = attention_mask(batch_size, seq_len, seq_len, valid_lens, causal=causal, device=x.device)
+        require_masks(batch_size, seq_len, seq_len, valid_lens, causal, None)
+        if valid_lens is not None:
+            require_device("valid_lens", valid_lens, x.device, other="x")
+        absorbed = require_bool("absorbed", absorbed)
+        mask = _attention_mask(seq_len, seq_len, x.device, valid_lens=valid_lens, causal=causal)
         if mask is not None:
             mask = mask.unsqueeze(1)  # (batch or 1, queries or 1, kvpairs) -> (..., 1, ...): one mask for all heads
         latent = self.W_dkv(x)  # (batch, seq, num_hiddens) -> (batch, seq, kv_lora_rank): all that is cached
@@ -63,7 +77,7 @@ class MultiHeadLatentAttention(nn.Module):
         queries = self.W_q(x).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, seq, head_dim)
         keys = self.W_uk(latent).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, seq, head_dim)
         values = self.W_uv(latent).unflatten(-1, (heads, head_dim)).transpose(1, 2)
-        output, _weights = dot_product_attention(queries, keys, values, mask)  # (batch, heads, seq, head_dim)
+        output, _weights = _attention(queries, keys, values, mask, 0.0)  # (batch, heads, seq, head_dim)
         return self.W_o(output.transpose(1, 2).flatten(2))  # -> (batch, seq, num_hiddens)
 
     def absorbed_weights(self) -> tuple[Tensor, Tensor]:
@@ -87,10 +101,10 @@ class MultiHeadLatentAttention(nn.Module):
         query_side, output_side = self.absorbed_weights()
         # q_h . k_h = (W_q_h x) . (W_uk_h c) = (W_uk_h^T W_q_h x) . c: a query that lives in the latent space.
         queries = torch.einsum("hrm,bnm->bhnr", query_side, x)  # (batch, seq, hiddens) -> (batch, heads, seq, rank)
-        # dot_product_attention divides by sqrt(kv_lora_rank); the explicit layer divides by sqrt(head_dim).
+        # _attention divides by sqrt(kv_lora_rank); the explicit layer divides by sqrt(head_dim).
         queries = queries * math.sqrt(self.kv_lora_rank / self.head_dim)
         # (batch, seq, rank) -> (batch, heads, seq, rank): one latent shared by all heads (expand is a view, no copy)
         latent = latent.unsqueeze(1).expand(-1, self.num_heads, -1, -1)
-        mixed, _weights = dot_product_attention(queries, latent, latent, mask)  # (batch, heads, seq, rank)
+        mixed, _weights = _attention(queries, latent, latent, mask, 0.0)  # (batch, heads, seq, rank)
         # W_o_h (W_uv_h (weights @ c)) = (W_o_h W_uv_h) (weights @ c): the value up-projection joins W_o.
         return torch.einsum("ohr,bhnr->bno", output_side, mixed)  # -> (batch, seq, num_hiddens)

@@ -56,6 +56,9 @@ def _bind_d2l_form(layer: type, args: tuple, kwargs: dict) -> dict[str, Any]:
         dropout = arguments["dropout"]
         if isinstance(dropout, numbers.Integral) and not isinstance(dropout, bool) and dropout >= 1:
             break  # a size where the dropout goes: d2l 0.17's form with sizes missing, MultiHeadAttention(8, 8, 8)
+        positional = zip(list(bound.signature.parameters.values())[1:], args, strict=False)  # (parameter, value)
+        if any(isinstance(value, bool) and parameter.default is parameter.empty for parameter, value in positional):
+            break  # a flag where a size goes: d2l 1.0's bias in 0.17's form, MultiHeadAttention(16, 4, 0.1, True, 5)
         return arguments
     form_text = _("d2l {edition}'s {layer}{signature}")
     written = _(" or ").join(form_text.format(edition=edition, layer=layer.__name__, signature=_parameters(form))

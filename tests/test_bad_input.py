@@ -7,8 +7,8 @@ shape that came, so these tests fail if a message turns vague.
 
 Every test starts from the same small, valid inputs (see ``make_inputs``) and
 breaks exactly one thing; ``test_standard_inputs_are_accepted`` checks that the
-unbroken inputs pass. Seeds: ``tests/conftest.py`` calls ``torch.manual_seed(0)``
-before every test.
+unbroken inputs pass, and give what ``reference_output`` computes with PyTorch's own
+operations. Seeds: ``tests/conftest.py`` calls ``torch.manual_seed(0)`` before every test.
 """
 
 import math
@@ -24,6 +24,7 @@ from mha_lib import (
     AdditiveAttention,
     DotProductAttention,
     MultiHeadAttention,
+    attention_mask,
     causal_mask,
     dot_product_attention,
     masked_softmax,
@@ -38,7 +39,9 @@ QUERY_SIZE, KEY_SIZE, VALUE_SIZE = 6, 5, 7  # all different, so a message naming
 NUM_HIDDENS, NUM_HEADS = 8, 2
 
 LAYERS = {
-    "MultiHeadAttention": lambda: MultiHeadAttention(KEY_SIZE, QUERY_SIZE, VALUE_SIZE, NUM_HIDDENS, NUM_HEADS),
+    # with biases, so that even a query that sees no key has an output that is not 0: W_o's bias
+    "MultiHeadAttention": lambda: MultiHeadAttention(KEY_SIZE, QUERY_SIZE, VALUE_SIZE, NUM_HIDDENS, NUM_HEADS,
+                                                     bias=True),
     "AdditiveAttention": lambda: AdditiveAttention(KEY_SIZE, QUERY_SIZE, NUM_HIDDENS),
     "DotProductAttention": DotProductAttention,
 }
@@ -82,12 +85,38 @@ def call_with_valid_lens(target: str, valid_lens: object) -> torch.Tensor:
     return layer(**inputs, valid_lens=valid_lens)
 
 
+def reference_softmax(scores: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
+    """Softmax over the keys that ``keep`` lets through (True = may attend); a row that sees none gets weights 0."""
+    if keep is not None:
+        scores = scores.masked_fill(~keep, -torch.inf)
+    return scores.softmax(dim=-1).nan_to_num(0.0)  # a row of -inf only: 0/0 = NaN -> 0
+
+
+def reference_output(layer: nn.Module, inputs: dict[str, torch.Tensor], keep: torch.Tensor | None = None):
+    """What ``layer`` must return for ``inputs``, written out with PyTorch's own operations, head by head."""
+    queries, keys, values = inputs["queries"], inputs["keys"], inputs["values"]
+    if isinstance(layer, MultiHeadAttention):
+        q, k, v, d = layer.W_q(queries), layer.W_k(keys), layer.W_v(values), layer.head_dim
+        heads = [reference_softmax(q[..., h * d:(h + 1) * d] @ k[..., h * d:(h + 1) * d].mT / math.sqrt(d), keep)
+                 @ v[..., h * d:(h + 1) * d] for h in range(layer.num_heads)]
+        return layer.W_o(torch.cat(heads, dim=-1))
+    if isinstance(layer, AdditiveAttention):
+        scores = layer.w_v(torch.tanh(layer.W_q(queries)[:, :, None] + layer.W_k(keys)[:, None])).squeeze(-1)
+        return reference_softmax(scores, keep) @ values
+    return reference_softmax(queries @ keys.mT / math.sqrt(queries.shape[-1]), keep) @ values
+
+
+def keep_of(valid_lens: torch.Tensor) -> torch.Tensor:
+    """The keys that ``valid_lens`` lets through: ``(batch, 1 or num_queries, num_kvpairs)``, True = may attend."""
+    return torch.arange(NUM_KVPAIRS) < valid_lens.reshape(BATCH, -1, 1)
+
+
 @pytest.mark.parametrize("name", LAYERS)
 def test_standard_inputs_are_accepted(name):
     layer, inputs = layer_and_inputs(name)
     output = layer(**inputs)
     assert output.shape[:2] == (BATCH, NUM_QUERIES)
-    assert not output.isnan().any()
+    torch.testing.assert_close(output, reference_output(layer, inputs))
 
 
 # --- layer construction ------------------------------------------------------------------
@@ -119,6 +148,15 @@ def test_mha_sizes_may_be_numpy_integers(integer):
     mha = MultiHeadAttention(**{name: integer(size) for name, size in mha_sizes().items()})
     assert mha.num_heads == NUM_HEADS and type(mha.num_heads) is int
     assert mha.W_q.out_features == NUM_HIDDENS
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_mha_with_a_bool_where_a_size_goes_names_both_forms(bias):
+    # five positional arguments bind d2l 0.17's form, but the caller meant d2l 1.0's (num_hiddens, num_heads,
+    # dropout, bias) and one more: the message must show both forms, not blame num_hiddens for the bias
+    with pytest.raises(TypeError, match=msg("d2l 0.17's MultiHeadAttention(key_size", "d2l 1.0's MultiHeadAttention("
+                                            "num_hiddens, num_heads", f"got (16, 4, 0.1, {bias}, 5)")):
+        MultiHeadAttention(16, 4, 0.1, bias, 5)
 
 
 DROPOUT_LAYERS = {
@@ -308,18 +346,23 @@ GOOD_VALID_LENS = [
 
 @pytest.mark.parametrize("valid_lens", GOOD_VALID_LENS)
 @pytest.mark.parametrize("target", ["valid_lens_mask", "masked_softmax", *LAYERS])
-def test_valid_lens_from_0_to_num_kvpairs_are_accepted_without_nan(target, valid_lens):
-    result = call_with_valid_lens(target, valid_lens)
-    if target == "valid_lens_mask":  # a boolean mask, which cannot hold NaN: it keeps valid_lens keys in each row
-        assert torch.equal(result.sum(-1), valid_lens.long())
+def test_valid_lens_from_0_to_num_kvpairs_give_the_reference_result(target, valid_lens):
+    keep = keep_of(valid_lens)
+    if target == "valid_lens_mask":  # it keeps the first valid_lens keys of each row
+        assert torch.equal(valid_lens_mask(valid_lens, NUM_KVPAIRS), keep.reshape(*valid_lens.shape, NUM_KVPAIRS))
+    elif target == "masked_softmax":
+        X = torch.randn(BATCH, NUM_QUERIES, NUM_KVPAIRS)
+        torch.testing.assert_close(masked_softmax(X, valid_lens), reference_softmax(X, keep))
     else:
-        assert not result.isnan().any()
+        layer, inputs = layer_and_inputs(target)
+        torch.testing.assert_close(layer(**inputs, valid_lens=valid_lens), reference_output(layer, inputs, keep))
 
 
 @pytest.mark.parametrize("valid_lens", GOOD_VALID_LENS)
-def test_mha_fused_path_accepts_valid_lens_0_without_nan(valid_lens):
+def test_mha_fused_path_gives_the_reference_result_for_valid_lens_from_0(valid_lens):
     layer, inputs = layer_and_inputs("MultiHeadAttention")
-    assert not layer(**inputs, valid_lens=valid_lens, need_weights=False).isnan().any()
+    output = layer(**inputs, valid_lens=valid_lens, need_weights=False)
+    torch.testing.assert_close(output, reference_output(layer, inputs, keep_of(valid_lens)))
 
 
 def test_masked_softmax_gives_length_0_all_zero_weights_and_full_length_plain_softmax():
@@ -327,6 +370,21 @@ def test_masked_softmax_gives_length_0_all_zero_weights_and_full_length_plain_so
     weights = masked_softmax(X, torch.tensor([0, NUM_KVPAIRS]))
     assert torch.equal(weights[0], torch.zeros_like(weights[0]))
     torch.testing.assert_close(weights[1], X[1].softmax(dim=-1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_masked_softmax_gives_a_visible_score_at_the_dtypes_minimum_all_the_weight(dtype):
+    # hidden scores are replaced by finfo.min: a visible one equal to it must still beat them, not tie at 1/n
+    low = torch.finfo(dtype).min
+    X = torch.tensor([[[low, 0, 0, 0], [low, low, 0, 0]]], dtype=dtype)
+    weights = masked_softmax(X, torch.tensor([[1, 2]]))
+    expected = torch.tensor([[[1, 0, 0, 0], [0.5, 0.5, 0, 0]]], dtype=dtype)
+    torch.testing.assert_close(weights, expected, rtol=0, atol=0)
+
+
+def test_masked_softmax_without_valid_lens_is_plain_softmax():
+    X = torch.randn(BATCH, NUM_QUERIES, NUM_KVPAIRS)
+    torch.testing.assert_close(masked_softmax(X), X.softmax(dim=-1), rtol=0, atol=0)
 
 
 def test_masked_softmax_leaves_X_unchanged():
@@ -380,10 +438,18 @@ def test_mha_rejects_non_bool_attn_mask(dtype):
 
 
 @pytest.mark.parametrize("need_weights", [True, False], ids=["with-weights", "fused"])
-def test_mha_accepts_an_all_false_attn_mask_without_nan(need_weights):
+def test_mha_with_an_all_false_attn_mask_attends_to_nothing(need_weights):
     layer, inputs = layer_and_inputs("MultiHeadAttention")
     mask = torch.zeros(NUM_QUERIES, NUM_KVPAIRS, dtype=torch.bool)
-    assert not layer(**inputs, attn_mask=mask, need_weights=need_weights).isnan().any()
+    output = layer(**inputs, attn_mask=mask, need_weights=need_weights)
+    torch.testing.assert_close(output, reference_output(layer, inputs, mask))  # W_o(0): W_o's bias alone
+
+
+def test_attention_mask_needs_valid_lens_and_attn_mask_on_one_device():
+    valid_lens = torch.tensor([1, 2])
+    attn_mask = torch.ones(NUM_QUERIES, NUM_KVPAIRS, dtype=torch.bool, device="meta")
+    with pytest.raises(ValueError, match=msg("attn_mask is on meta but valid_lens is on cpu")):
+        attention_mask(BATCH, NUM_QUERIES, NUM_KVPAIRS, valid_lens, attn_mask=attn_mask)
 
 
 # --- head reshapes -------------------------------------------------------------------------
@@ -460,7 +526,24 @@ def test_to_torch_mha_needs_an_mha_lib_layer():
         to_torch_mha("x")
 
 
+def test_to_torch_mha_of_an_uncalled_lazy_layer_says_it_was_not_called_yet():
+    # d2l 1.0's form: the input sizes come from the first call; before it LazyLinear's in_features is a placeholder 0
+    with pytest.raises(ValueError, match=msg("mha was built in d2l 1.0's form and has not been called yet")):
+        to_torch_mha(MultiHeadAttention(NUM_HIDDENS, NUM_HEADS))
+
+
 def test_dot_product_attention_needs_at_least_two_axes():
     q = torch.randn(4)
     with pytest.raises(ValueError, match=msg("queries", "at least 2 axes", "got shape (4,)")):
         dot_product_attention(q, q, q)
+
+
+@pytest.mark.parametrize("target", ["dot_product_attention", "DotProductAttention"])
+def test_queries_and_keys_of_0_features_are_refused(target):
+    # scores are divided by sqrt(d_k): d_k = 0 has no scale (it was a ZeroDivisionError)
+    queries, keys, values = torch.randn(BATCH, NUM_QUERIES, 0), torch.randn(BATCH, NUM_KVPAIRS, 0), torch.randn(
+        BATCH, NUM_KVPAIRS, VALUE_SIZE)
+    call = dot_product_attention if target == "dot_product_attention" else DotProductAttention()
+    with pytest.raises(ValueError, match=msg("queries and keys must have at least 1 feature d_k",
+                                             f"got queries {tuple(queries.shape)} and keys {tuple(keys.shape)}")):
+        call(queries, keys, values)

@@ -194,6 +194,18 @@ def test_flex_score_mods_match_dense_bias():
                                F.scaled_dot_product_attention(q, k, v, attn_mask=bias), **TOL)
 
 
+@pytest.mark.parametrize(("score_mod", "built_for", "heads"), [
+    pytest.param(alibi_score_mod(4), 4, 2, id="alibi-4-on-2"),  # would add 4-head slopes silently
+    pytest.param(alibi_score_mod(2), 2, 4, id="alibi-2-on-4"),  # would fail with an IndexError inside
+    pytest.param(relative_bias_score_mod(torch.zeros(2, 5)), 2, 4, id="table-2-on-4"),
+])
+def test_a_score_mod_built_for_other_heads_is_refused_naming_both_counts(score_mod, built_for, heads):
+    scores = torch.zeros(1, heads, 3, 3)
+    expected = rf"score_mod was built for num_heads={built_for}, but scores has {heads} heads"
+    with pytest.raises(ValueError, match=expected):
+        apply_score_mod(score_mod, scores)
+
+
 def test_block_tiles_counts():
     causal = dense_mask(causal_mask_mod(), 1, 1, 8, 8)[0, 0]
     assert block_tiles(causal, 4).tolist() == [[PARTIAL, SKIPPED], [FULL, PARTIAL]]

@@ -10,7 +10,14 @@ import torch
 import torch.nn.functional as F
 
 import mha_lib
-from mha_lib import GroupedQueryAttention, MultiHeadAttention, kv_head_of, mha_to_gqa, repeat_kv_heads
+from mha_lib import (
+    GeneralMultiHeadAttention,
+    GroupedQueryAttention,
+    MultiHeadAttention,
+    kv_head_of,
+    mha_to_gqa,
+    repeat_kv_heads,
+)
 
 TIGHT = {"rtol": 1e-10, "atol": 1e-12}
 NUM_HEADS = 6
@@ -190,6 +197,25 @@ def test_bad_inputs_name_the_argument():
         mha_to_gqa(layer, 1)
     with pytest.raises(ValueError, match="num_kv_heads must divide"):
         mha_to_gqa(MultiHeadAttention(8, 8, 8, 12, 6), 4)
+
+
+@pytest.mark.parametrize(("qk_size", "v_size"), [(4, 6), (2, 2)], ids=["qk-vs-v", "narrower-than-hiddens"])
+def test_mha_to_gqa_needs_heads_of_num_hiddens_over_num_heads_features(qk_size, v_size):
+    # GQA's heads all have num_hiddens // num_heads features; pooling other widths would mix rows of different heads
+    mha = GeneralMultiHeadAttention(8, 8, 8, 16, 4, qk_size=qk_size, v_size=v_size)
+    with pytest.raises(ValueError, match=rf"mha_to_gqa needs heads of num_hiddens // num_heads features .*got "
+                                         rf"head_dim={qk_size}, v_head_dim={v_size}, num_hiddens=16, num_heads=4"):
+        mha_to_gqa(mha, 2)
+
+
+@pytest.mark.parametrize("name", ["keys", "values"])
+def test_attend_needs_one_dtype(name):
+    layer = GroupedQueryAttention(8, 8, 8, 8, 4, 2)
+    tensors = {"queries": torch.zeros(1, 4, 3, 2), "keys": torch.zeros(1, 2, 3, 2), "values": torch.zeros(1, 2, 3, 2)}
+    tensors[name] = tensors[name].double()
+    dtypes = ", ".join(str(tensors[key].dtype) for key in ("queries", "keys")) + f" and {tensors['values'].dtype}"
+    with pytest.raises(TypeError, match=f"queries, keys and values must share one dtype, got {dtypes}"):
+        layer.attend(tensors["queries"], tensors["keys"], tensors["values"], None)
 
 
 def test_dropout_only_in_training():

@@ -1,6 +1,7 @@
 """Chapter 09's helpers: the KV cache against full causal attention, FLOP counts against PyTorch's counter,
 MLA absorbed against explicit, and the memory formulas against the bytes of real tensors."""
 
+import numpy as np
 import pytest
 import torch
 from matplotlib.figure import Figure
@@ -48,6 +49,13 @@ def test_cached_generation_equals_full_causal_attention(num_kv_heads, seed):
     full = gqa(cached, cached, cached, causal=True)  # every position at once
     torch.testing.assert_close(cached[:, 3:], full[:, 2:-1], **TIGHT)  # token t+1 is the output at t
     torch.testing.assert_close(cached[:, :3], prompt)
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_generate_refuses_an_empty_prompt(use_cache):
+    # an empty prompt has no last position to continue from: both paths would return (1, 0, 24), not (1, 3, 24)
+    with pytest.raises(ValueError, match=r"prompt must hold at least one token .*got shape \(1, 0, 24\)"):
+        generate(layer(2), torch.zeros(1, 0, 24, dtype=torch.float64), 3, use_cache=use_cache)
 
 
 def test_attend_with_cache_in_chunks_equals_one_causal_pass():
@@ -199,6 +207,24 @@ def test_mla_bad_input():
         mla(torch.zeros(1, 3, 8))
     with pytest.raises(ValueError, match="kv_lora_rank must be a positive int"):
         MultiHeadLatentAttention(16, 2, 8, 0)
+
+
+def test_mla_checks_devices_and_flags_as_the_other_layers_do():
+    mla = MultiHeadLatentAttention(16, 2, 8, 4)
+    x = torch.zeros(2, 3, 16)
+    with pytest.raises(ValueError, match=r"x is on meta but the layer's weights are on cpu"):
+        mla(x.to("meta"))  # returned a meta tensor
+    with pytest.raises(ValueError, match=r"valid_lens is on meta but x is on cpu"):
+        mla(x, torch.tensor([3, 1], device="meta"))  # raised PyTorch's "Cannot copy out of meta tensor"
+    with pytest.raises(TypeError, match=r"absorbed must be True or False, got 'no' \(a str\)"):
+        mla(x, absorbed="no")  # was taken as True
+    with pytest.raises(ValueError, match=r"valid_lens must lie in \[0, 3\]"):
+        mla(x, torch.tensor([3, 4]))
+
+
+def test_mla_stores_its_sizes_as_python_ints():
+    mla = MultiHeadLatentAttention(*(np.int64(size) for size in (16, 2, 8, 4)))
+    assert [type(size) for size in (mla.num_heads, mla.head_dim, mla.kv_lora_rank)] == [int, int, int]
 
 
 def test_memory_formulas():
