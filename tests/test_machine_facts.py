@@ -86,10 +86,11 @@ AMD = {"model": "AMD EPYC", "caches": {}, "cores": 2}  # /proc/cpuinfo's model n
 
 
 def recorded_machines() -> dict[str, dict]:
-    """Every machine a shipped recording names, as fact_patterns takes it: the model as recorded, and its short name.
+    """Every machine a shipped recording names, as fact_patterns takes it, by a name for the test's id.
 
-    A machine's /proc/cpuinfo may give either: the AMD EPYC that recorded cpu-2026-11-21.json reported "AMD EPYC".
-    Caches and cores are the recording's where it has them (a ``machine_summary`` line, ``cpus``).
+    Each model twice: as recorded, and by its short name, since /proc/cpuinfo may give either (the AMD EPYC that
+    recorded cpu-2026-11-21.json reported "AMD EPYC"). Caches and cores are the recording's, where it has them (a
+    ``machine_summary`` line, ``cpus``): two recordings of one model with other caches are two machines.
     """
     machines = {}
     for path in sorted(results_directory().rglob("*.json")):
@@ -100,13 +101,14 @@ def recorded_machines() -> dict[str, dict]:
             model, *rest = name.split(", ")
             caches = dict(part.split(" ", 1) for part in rest if re.fullmatch(r"L\d[a-z]? \w+", part))
             for each in (model, short_machine_name(model)):
-                known = machines.setdefault(each, {"model": each, "caches": {}, "cores": data.get("cpus")})
-                known["caches"].update(caches)
+                label = ", ".join([each, *(f"{level} {size}" for level, size in caches.items())])
+                machines[label] = {"model": each, "caches": caches, "cores": data.get("cpus")}
     return machines
 
 
 def test_the_recordings_name_both_cpu_families():
-    assert {"AMD EPYC", "Intel Xeon", "Intel(R) Xeon(R) Processor"} <= set(recorded_machines())
+    models = {machine["model"] for machine in recorded_machines().values()}
+    assert {"AMD EPYC", "Intel Xeon", "Intel(R) Xeon(R) Processor"} <= models
 
 
 @pytest.mark.parametrize("machine", sorted(recorded_machines()))
