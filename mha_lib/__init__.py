@@ -13,6 +13,8 @@ Read the implementation in the order ``functional`` (masks, the masked softmax, 
 from .functional import dot_product_attention, masked_softmax, transpose_output, transpose_qkv
 from .grouped import GroupedQueryAttention, kv_head_of, mha_to_gqa, repeat_kv_heads
 from .i18n import _, figure_text, get_language, set_language, tr
+from .kv_cache import KVCache, SlidingWindowKVCache, attend_with_cache, generate
+from .latent import MultiHeadLatentAttention
 from .masks import attention_mask, causal_mask, sequence_mask, valid_lens_mask
 from .modules import AdditiveAttention, DotProductAttention, GeneralMultiHeadAttention, MultiHeadAttention
 from .rope import (
@@ -43,14 +45,19 @@ __all__ = [
     "DotProductAttention",
     "GeneralMultiHeadAttention",
     "GroupedQueryAttention",
+    "KVCache",
     "MultiHeadAttention",
+    "MultiHeadLatentAttention",
     "RotaryEmbedding",
+    "SlidingWindowKVCache",
     "apply_rope",
+    "attend_with_cache",
     "attention_mask",
     "causal_mask",
     "cpu_threads",
     "dot_product_attention",
     "figure_text",
+    "generate",
     "get_language",
     "halves_to_interleaved",
     "interleaved_to_halves",

@@ -238,7 +238,8 @@ def relative_bias_score_mod(table: Tensor) -> ScoreMod:
 def softcap_score_mod(cap: float) -> ScoreMod:
     """Tanh soft-capping: ``cap * tanh(score / cap)`` keeps every score inside ``(-cap, cap)`` (Gemma 2 uses 50)."""
     # A captured 0-d tensor, not a Python float: torch.compile (which flex_attention uses even when called
-    # eagerly, in PyTorch 2.15) turns a captured float into a symbolic input that flex rejects.
+    # eagerly in PyTorch 2.15, the newest release pyproject.toml admits, run by make test-torch-newest) turns a
+    # captured float into a symbolic input that flex rejects.
     cap = torch.tensor(require_positive_real("cap", cap), dtype=torch.float64)
 
     def softcap(score: Tensor, b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:

@@ -322,3 +322,10 @@ def test_design_names_and_the_model_table_speak_the_readers_language(monkeypatch
         assert labels == ["键值头", "查询头"]  # one line each: the English wrap is for English widths
     finally:
         i18n.set_language("en")
+
+
+def test_the_cache_decoding_and_mla_are_exported_from_mha_lib():
+    import mha_lib
+
+    for name in ("KVCache", "SlidingWindowKVCache", "attend_with_cache", "generate", "MultiHeadLatentAttention"):
+        assert name in mha_lib.__all__ and hasattr(mha_lib, name)
