@@ -30,6 +30,7 @@ passes, while the same name printed in any other form, or with fields no recordi
 from __future__ import annotations
 
 import gettext
+import json
 import os
 import re
 import sys
@@ -98,8 +99,6 @@ def recorded_labels(directory: Path | None = None) -> list[str]:
     (``runs``) has one label per run, another recording (``flex/``) one label of its top-level fields; a file
     with neither (``explorer/``, whose machine no chapter prints) has none.
     """
-    import json
-
     from mha_lib._bench.records import load_result, provenance, recorded_label, results_directory
 
     directory = results_directory() if directory is None else directory
