@@ -196,8 +196,9 @@ def clone() -> None:
     """Skip, saying why, where commits cannot be looked up: no git, no repository, or a shallow clone."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed: the release commits cannot be looked up")
-    if git("rev-parse", "--is-inside-work-tree", check=False).stdout.strip() != "true":
-        pytest.skip("not a git clone (an unpacked archive?): the release commits cannot be looked up")
+    top = git("rev-parse", "--show-toplevel", check=False).stdout.strip()
+    if not top or Path(top).resolve() != ROOT:  # no repository, or an unpacked copy inside someone else's
+        pytest.skip("not the top of a git clone (an unpacked archive?): the release commits cannot be looked up")
     if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
         pytest.skip("a shallow clone lacks older commits; `git fetch --unshallow` to check the release commits")
 
