@@ -28,7 +28,7 @@ from .rope import (
 )
 from .utils import cpu_threads, pick_device, set_seed, to_torch_mha
 
-__version__ = "2026.11.0"  # as pyproject.toml and the newest release in CHANGELOG.md (tests/test_versions.py)
+__version__ = "2026.11.0.post0.dev0"  # the one source (pyproject reads it); CHANGELOG.md says how it moves
 
 
 def __getattr__(name: str) -> object:
