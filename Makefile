@@ -61,11 +61,11 @@ NO_TORCH_INDEX = echo "       $(TORCH_INDEX) was out of reach, and PyPI and its 
 	echo "       See \"Behind a firewall\" in docs/platforms.md (docs/platforms.zh-CN.md: 国内网络)."
 
 .DEFAULT_GOAL := help
-.PHONY: help help-all setup lab reset refresh lab-instructor test test-unit test-notebooks test-portable test-kernels test-torch-newest lint outputs editions bench bench-batching clean lock
+.PHONY: help help-all setup lab reset refresh lab-instructor test test-quick test-unit test-notebooks test-portable test-kernels test-torch-newest lint outputs editions bench bench-batching clean lock
 
 # `make help` shows a reader's targets, in this order; `make help-all` every target with a `## ` description, in the
 # order of this file (lecturers, translators, maintainers, CI). tests/test_setup.py checks both lists.
-READER_TARGETS := setup lab lab-zh reset refresh test
+READER_TARGETS := setup lab lab-zh reset refresh test-quick test
 TARGET_LINES = grep -E '^[a-z-]+:.*\#\# ' $(MAKEFILE_LIST)
 help: ## a reader's targets (make help-all lists every target)
 	@$(TARGET_LINES) | awk -F':.*## ' -v keep='$(READER_TARGETS)' \
@@ -119,6 +119,11 @@ test: test-unit test-notebooks test-portable ## the unit tests, every notebook o
 # The unit tests run on every core (pytest-xdist): they are independent of each other and of their order.
 test-unit: $(STAMP) ## the unit tests only
 	$(BIN)/python -m pytest -n auto tests
+
+# The tests marked slow (pyproject.toml) execute notebooks, start kernels, build a wheel or a course, download, train
+# or time; tests/test_quick.py checks that every one that executes or builds is marked.
+test-quick: $(STAMP) ## the unit tests but the slow ones: no notebook executed, no wheel built (a minute or two)
+	$(BIN)/python -m pytest -n auto -m "not slow" tests
 
 test-notebooks: $(STAMP) ## execute every notebook (both editions, English and Chinese) and compare each output with the stored one
 	$(BIN)/python -m pytest $(NBVAL) notebooks chapters zh-CN/notebooks zh-CN/chapters

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # runs benchmarks/bench_mha_floor.py in a subprocess, timing every variant
 def test_every_variant_matches_pytorch_and_is_timed():
     result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_mha_floor.py"), "--pairs", "2"],
                             capture_output=True, text=True, cwd=ROOT, timeout=300)

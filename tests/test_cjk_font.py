@@ -89,6 +89,7 @@ def test_a_script_is_told(fresh, capsys):
     assert "fonts-noto-cjk" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # starts a kernel
 def test_a_real_kernel_tells_jupyterlab_but_not_nbclient():
     # nbclient (nbconvert --execute) and nbval send allow_stdin=False; JupyterLab and Colab send True.
     jupyter_client = pytest.importorskip("jupyter_client")

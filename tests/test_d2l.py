@@ -31,6 +31,9 @@ from torch import nn
 
 import mha_lib
 
+# pip downloads both wheels from the package index (a minute or more where it is slow or out of reach)
+pytestmark = pytest.mark.slow
+
 COMMON = ["Encoder", "Decoder", "AttentionDecoder", "sequence_mask", "masked_softmax", "MaskedSoftmaxCELoss",
           "grad_clipping", "DotProductAttention", "AdditiveAttention", "PositionalEncoding", "PositionWiseFFN",
           "AddNorm", "MaskLM", "NextSentencePred", "_pad_bert_inputs", "_get_batch_loss_bert"]

@@ -315,6 +315,7 @@ def test_load_flex_record_names_a_missing_field(tmp_path):
 
 
 @needs_flex
+@pytest.mark.slow  # times flex_attention against SDPA
 def test_bench_flex_quick_runs_and_checks(capsys):
     import importlib.util
     from pathlib import Path

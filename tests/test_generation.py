@@ -16,6 +16,7 @@ def decoder(seed: int = 0, num_kv_heads: int | None = None) -> TinyDecoder:
                        num_kv_heads=num_kv_heads).double().eval()
 
 
+@pytest.mark.slow  # nine generations by a whole decoder, seconds each (the chunked forward below is quick)
 @pytest.mark.parametrize("num_kv_heads", [None, 2, 1])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_generation_with_and_without_the_cache_gives_the_same_tokens(seed, num_kv_heads):

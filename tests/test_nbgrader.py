@@ -42,6 +42,7 @@ def fill_in(nb: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.Note
     return nb
 
 
+@pytest.mark.slow  # nbgrader builds a course and autograde executes the submissions: about 25 s each
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=["en", "zh_CN"])
 def test_round_trip(tmp_path, chapter):
     """Right answers score full marks, one wrong answer loses its point; nbgrader does every step."""

@@ -26,6 +26,7 @@ def show_heatmaps(*args, **kwargs):
     return plt.gcf()
 
 
+@pytest.mark.slow  # executes a notebook in a fresh kernel
 @pytest.mark.parametrize("last_line", [False, True], ids=["call-then-more-code", "call-on-the-last-line"])
 def test_show_heatmaps_draws_once_where_it_is_called_in_a_notebook(last_line):
     call = "show_heatmaps(torch.rand(1, 2, 3, 4), 'Keys', 'Queries', titles=['a', 'b'], figsize=(4, 2))"

@@ -184,10 +184,10 @@ def listed_targets(stdout: str) -> list[str]:
 
 
 def test_help_shows_the_readers_targets_and_help_all_every_target(checkout):
-    """A reader meets six targets, each with its description; the rest wait behind `make help-all`."""
+    """A reader meets seven targets, each with its description; the rest wait behind `make help-all`."""
     every = described_targets((ROOT / "Makefile").read_text())
     reader = make(checkout, "help").stdout
-    assert listed_targets(reader) == ["setup", "lab", "lab-zh", "reset", "refresh", "test"]
+    assert listed_targets(reader) == ["setup", "lab", "lab-zh", "reset", "refresh", "test-quick", "test"]
     assert "make help-all" in reader.splitlines()[-1]
     assert listed_targets(make(checkout, "help-all").stdout) == every
     assert len(every) > 30 and {"help", "help-all", "lab-instructor", "outputs", "zh", "lock"} <= set(every)

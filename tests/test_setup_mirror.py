@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TORCH_VERSION = re.search(r"^torch==([^ ;\n]+)", (ROOT / "requirements.lock").read_text(), re.MULTILINE)[1]
 UNREACHABLE = "http://127.0.0.1:9/whl/cpu"  # the discard port: nothing listens, the connection is refused at once
 
-pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+# make runs pip's resolver, twice: seconds
+pytestmark = [pytest.mark.skipif(shutil.which("make") is None, reason="needs make"), pytest.mark.slow]
 
 
 def stand_in_wheel(folder: Path, name: str, version: str) -> Path:

@@ -66,6 +66,7 @@ def test_no_timeout_polls_in_slices_until_the_message_comes(monkeypatch):
     assert chan.socket.polls == [SLICE * 1000] * 6
 
 
+@pytest.mark.slow  # executes a notebook in a fresh kernel
 def test_a_notebook_runs_with_the_wakeful_kernel_manager():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 6 * 7"), nbformat.v4.new_code_cell("x")])
     client = nbclient.NotebookClient(nb, timeout=60, kernel_name="python3", kernel_manager_class=WakefulKernelManager)

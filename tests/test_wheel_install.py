@@ -4,7 +4,7 @@ On Colab (and after any ``pip install``) mha_lib is a wheel in site-packages, no
 recorded benchmark results must travel with the package. This test builds the wheel from a copy of the
 sources, installs it into a temporary venv outside the checkout (tests/wheel_env.py, shared with the hub's
 test), and executes chapter 07 there from a temporary directory.
-About a minute; ``pytest -m "not wheel"`` leaves it out.
+About a minute; ``pytest -m "not wheel"`` leaves it out, and so does ``make test-quick`` (``-m "not slow"``).
 """
 
 from pathlib import Path
@@ -16,7 +16,7 @@ from wheel_env import make_wheel_venv, run
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "notebooks" / "07_batching_cpu_vs_gpu.ipynb"
 
-pytestmark = pytest.mark.wheel
+pytestmark = [pytest.mark.wheel, pytest.mark.slow]  # builds a wheel, executes chapter 07
 
 WHERE_FROM = """\
 import sys

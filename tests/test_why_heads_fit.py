@@ -40,6 +40,7 @@ def test_floor_is_what_the_best_plane_leaves():
     assert 0.4 < one_head_floor(targets) < 0.6  # independent contents of unit variance: about half is lost
 
 
+@pytest.mark.slow  # a search over one head's weights, seconds of training
 def test_search_of_one_heads_weights_does_not_meet_two_heads():
     two_heads = fit_two_place(2, seed=0)
     assert two_heads.error < 1e-4
@@ -53,6 +54,7 @@ def test_search_of_one_heads_weights_does_not_meet_two_heads():
     assert floor > 0.3
 
 
+@pytest.mark.slow  # trains a one-head and a two-head layer for each seed
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_two_heads_fit_one_head_stays_above_floor(seed):
     one, two = fit_two_place(1, seed), fit_two_place(2, seed)
