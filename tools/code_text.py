@@ -23,7 +23,7 @@ import re
 import tokenize
 from dataclasses import dataclass
 
-# A comment that carries one of these anywhere is left as it is (``x = f(y)  # shape  # noqa: E501`` included).
+# A comment that carries one of these anywhere is left as it is, a noqa directive after another comment included.
 MARKER = re.compile(r"#+\s*(NBVAL_\w+|noqa\b|type:|pragma\b|fmt:|isort:|ruff:|pylint:|BEGIN SOLUTION|END SOLUTION)")
 PREFIX = re.compile(r"#+ ?")
 WORD = re.compile(r"[A-Za-z]{2,}|[\u4e00-\u9fff]")  # a word: two Latin letters, or one Chinese character
