@@ -106,16 +106,19 @@ def recorded_machines() -> dict[str, dict]:
     return machines
 
 
+RECORDED_MACHINES = recorded_machines()
+
+
 def test_the_recordings_name_both_cpu_families():
-    models = {machine["model"] for machine in recorded_machines().values()}
+    models = {machine["model"] for machine in RECORDED_MACHINES.values()}
     assert {"AMD EPYC", "Intel Xeon", "Intel(R) Xeon(R) Processor"} <= models
 
 
-@pytest.mark.parametrize("machine", sorted(recorded_machines()))
+@pytest.mark.parametrize("machine", RECORDED_MACHINES.values(), ids=RECORDED_MACHINES.keys())
 def test_no_edition_stores_a_fact_of_any_recorded_machine_beyond_its_recordings_labels(machine):
     # As if this machine were the one that recorded: the check must pass there too (it failed on every AMD EPYC
     # before the recordings' labels were told apart from the reader's machine)
-    patterns = machine_facts.fact_patterns(**recorded_machines()[machine])
+    patterns = machine_facts.fact_patterns(**machine)
     found = {path.relative_to(ROOT).as_posix(): machine_facts.find(nbformat.read(path, as_version=4), patterns)
              for path in NOTEBOOKS}
     assert not {path: facts for path, facts in found.items() if facts}

@@ -29,12 +29,13 @@ passes, while the same name printed in any other form, or with fields no recordi
 
 from __future__ import annotations
 
+import functools
 import gettext
 import json
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import nbformat
@@ -47,13 +48,15 @@ CORE_ROWS = ("logical_cores", "torch_threads")  # rows of chapter 07's CPU table
 LOCALE = ROOT / "mha_lib" / "locale"
 
 
+def translators() -> list[Callable[[str], str]]:
+    """English (the message itself) and the ``gettext`` of each language of mha_lib's catalogue."""
+    folders = sorted(LOCALE.iterdir()) if LOCALE.is_dir() else []
+    return [str] + [gettext.translation("mha_lib", LOCALE, [folder.name], fallback=True).gettext for folder in folders]
+
+
 def row_names(names: tuple[str, ...] = CORE_ROWS) -> list[str]:
     """``names`` and their translations in every language of mha_lib's catalogue (the chapters print ``tr(name)``)."""
-    found = set(names)
-    for folder in sorted(LOCALE.iterdir()) if LOCALE.is_dir() else []:
-        catalogue = gettext.translation("mha_lib", LOCALE, [folder.name], fallback=True)
-        found |= {catalogue.gettext(name) for name in names}
-    return sorted(found, key=len, reverse=True)
+    return sorted({translate(name) for translate in translators() for name in names}, key=len, reverse=True)
 
 
 def cpu_model() -> str | None:
@@ -92,7 +95,8 @@ def fact_patterns(model: str | None = None, caches: dict[str, str] | None = None
     return patterns
 
 
-def recorded_labels(directory: Path | None = None) -> list[str]:
+@functools.cache  # read once a process: find and scrub take them for every notebook
+def recorded_labels(directory: Path | None = None) -> tuple[str, ...]:
     """Every recording's label (``recorded_label``) in English and each language of the catalogue, longest first.
 
     ``directory`` defaults to the package's results folder; every ``*.json`` under it counts. A batching result
@@ -102,8 +106,7 @@ def recorded_labels(directory: Path | None = None) -> list[str]:
     from mha_lib._bench.records import load_result, provenance, recorded_label, results_directory
 
     directory = results_directory() if directory is None else directory
-    languages = [str] + [gettext.translation("mha_lib", LOCALE, [folder.name], fallback=True).gettext
-                         for folder in (sorted(LOCALE.iterdir()) if LOCALE.is_dir() else [])]
+    languages = translators()
     labels = set()
     for path in sorted(directory.rglob("*.json")):
         data = json.loads(path.read_text())
@@ -113,10 +116,10 @@ def recorded_labels(directory: Path | None = None) -> list[str]:
         elif {"machine", "device", "threads", "torch", "date"} <= data.keys():
             labels |= {recorded_label(data["machine"], data["device"], data["threads"], data["torch"], data["date"],
                                       translate) for translate in languages}
-    return sorted(labels, key=len, reverse=True)
+    return tuple(sorted(labels, key=len, reverse=True))
 
 
-def _labels_pattern(labels: list[str]) -> re.Pattern[str]:
+def _labels_pattern(labels: Sequence[str]) -> re.Pattern[str]:
     """One pattern, a group, matching any of ``labels`` (one that never matches when there are none)."""
     return re.compile("(" + ("|".join(map(re.escape, labels)) if labels else "(?!)") + ")")
 
@@ -137,7 +140,7 @@ def output_texts(output: dict) -> Iterator[tuple[dict | list, str | int]]:
 
 
 def find(nb: dict, patterns: list[tuple[re.Pattern[str], str]] | None = None,
-         labels: list[str] | None = None) -> list[tuple[int, str]]:
+         labels: Sequence[str] | None = None) -> list[tuple[int, str]]:
     """(cell index, matched text) for every fact of this machine in the stored outputs of ``nb``.
 
     ``labels`` are texts passed over, by default every recording's label (:func:`recorded_labels`).
@@ -154,7 +157,7 @@ def find(nb: dict, patterns: list[tuple[re.Pattern[str], str]] | None = None,
 
 
 def scrub(nb: dict, patterns: list[tuple[re.Pattern[str], str]] | None = None,
-          labels: list[str] | None = None) -> int:
+          labels: Sequence[str] | None = None) -> int:
     """Replace the facts of this machine in the outputs of ``nb``'s live-timing cells; return how many.
 
     Only cells whose source carries ``# NBVAL_IGNORE_OUTPUT`` are touched: nbval compares the others, so

@@ -360,9 +360,8 @@ def recorded_label(machine: str, device: str, threads: int, torch_version: str, 
     """
     if device != "cpu":
         return translate(RECORDED_ON_DEVICE).format(name=machine, device=device, torch=torch_version, date=date)
-    count = translate("1 thread") if threads == 1 else translate("{count} threads").format(count=threads)
-    return translate(RECORDED_ON_CPU).format(name=short_machine_name(machine), device=device, threads=count,
-                                             torch=torch_version, date=date)
+    return translate(RECORDED_ON_CPU).format(name=short_machine_name(machine), device=device,
+                                             threads=threads_text(threads, translate), torch=torch_version, date=date)
 
 
 def provenance(result: BenchResult, run: DeviceRun, translate: Callable[[str], str] = _) -> str:

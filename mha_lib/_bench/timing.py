@@ -16,7 +16,7 @@ import torch
 from torch.utils import benchmark
 
 from .._validation import require_positive_int
-from ..i18n import _, tr
+from ..i18n import N_, _, tr
 from ..utils import cpu_threads
 
 __all__ = ["available_devices", "cpu_caches", "cpuinfo_model", "data_caches", "device_name", "live_threads_text",
@@ -105,9 +105,12 @@ def live_threads_text(threads: int) -> str:
     return threads_text(threads)
 
 
-def threads_text(threads: int) -> str:
-    """'1 thread' or 'N threads', in the language of mha_lib's messages."""
-    return _("1 thread") if threads == 1 else _("{count} threads").format(count=threads)
+ONE_THREAD, THREADS = N_("1 thread"), N_("{count} threads")
+
+
+def threads_text(threads: int, translate: Callable[[str], str] = _) -> str:
+    """'1 thread' or 'N threads', translated by ``translate``: ``_`` for printed text, ``figure_text`` in a figure."""
+    return translate(ONE_THREAD) if threads == 1 else translate(THREADS).format(count=threads)
 
 
 def synchronize(device: torch.device | str) -> None:

@@ -30,6 +30,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
 from .._bench.records import provenance
+from .._bench.timing import threads_text
 from .._validation import require_heads_divide, require_positive_int, require_qkv, require_split_input, wrong_type
 from ..functional import dot_product_attention, transpose_output, transpose_qkv
 from ..i18n import N_, _, figure_text
@@ -322,10 +323,6 @@ _COLOURS = {"per_sample": "tab:red", "per_head": "tab:orange", "batched": "tab:b
 _DEVICE_COLOURS = {"cpu": "tab:blue", "cuda": "tab:green", "mps": "tab:purple"}
 
 
-def _threads_text(threads: int) -> str:
-    return figure_text("1 thread") if threads == 1 else figure_text("{count} threads").format(count=threads)
-
-
 def _live_label(run: DeviceRun) -> str:
     if run.device == "cpu":  # one thread or all: how many is a fact of this machine, kept out of stored figures
         return figure_text("live: {run}").format(run=_short(run))
@@ -337,7 +334,7 @@ def _short(run: DeviceRun) -> str:
     if run.device != "cpu":
         return run.device
     threads = figure_text("all threads") if run.threads > 1 and run.threads == torch.get_num_threads() else \
-        _threads_text(run.threads)
+        threads_text(run.threads, figure_text)
     return figure_text("{device}, {threads}").format(device=run.device, threads=threads)
 
 
