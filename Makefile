@@ -75,7 +75,7 @@ help: ## a reader's targets (make help-all lists every target)
 help-all: ## every target
 	@$(TARGET_LINES) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
 
-setup: $(STAMP) ## create .venv and install mha_lib and everything the notebooks and tests need, as locked (TORCH=cuda: CUDA build)
+setup: $(STAMP) ## create .venv and install mha_lib, mha_chapters and everything the notebooks and tests need, as locked (TORCH=cuda: CUDA build)
 
 # Reinstall whenever the dependencies change. A .venv without a working pip (left by a failed `python3 -m venv`)
 # is made again; when venv fails, the half-made .venv is removed and the message says what to install.
@@ -183,7 +183,7 @@ bench: $(STAMP) ## time mha_lib against torch.nn.MultiheadAttention, the chapter
 	$(BIN)/python benchmarks/bench_explorer.py
 	$(BIN)/python benchmarks/bench_grouped.py
 
-bench-batching: $(STAMP) ## chapter 07's sweeps, recorded in mha_lib/_bench/results/ (ARGS="--device cuda" for a GPU)
+bench-batching: $(STAMP) ## chapter 07's sweeps, recorded in mha_chapters/bench/results/ (ARGS="--device cuda" for a GPU)
 	$(BIN)/python benchmarks/bench_batching.py $(ARGS)
 
 clean: ## remove the virtual environments, caches and build output
@@ -270,7 +270,7 @@ test-course: $(STAMP) ## autograde every graded chapter: right, partly right, bl
 
 # --- 简体中文版: the Chinese edition -----------------------------------------------------------------------------------
 # zh-CN/notebooks/ is built from notebooks/ and the translations in translations/zh_CN/ by tools/translate.py (the code
-# cells are the English ones, plus one cell that switches mha_lib's printed messages to Chinese); zh-CN/chapters/ is
+# cells are the English ones, plus one cell that switches what mha_lib and mha_chapters print to Chinese); zh-CN/chapters/ is
 # its reader edition. Both are committed and executed, and `make test` runs them with nbval like the English ones.
 # JupyterLab's own menus come in Chinese from the jupyterlab-language-pack-zh-cn package, chosen by settings-zh.
 ZH_NOTEBOOKS := $(patsubst notebooks/%,zh-CN/notebooks/%,$(NOTEBOOKS))

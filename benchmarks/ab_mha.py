@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 import mha_lib
-from mha_lib._bench.timing import machine_summary, paired_times
+from mha_chapters.bench.timing import machine_summary, paired_times
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_mha import SIZES  # noqa: E402  (the sizes of the benchmark this one compares against)

@@ -1,8 +1,8 @@
 """Time attention in loops against one batched call, and its cost against sequence length, per device.
 
-Runs the two sweeps of chapter 07 (mha_lib.chapters.batching) on the CPU and on the GPU you name, in float32,
+Runs the two sweeps of chapter 07 (mha_chapters.batching) on the CPU and on the GPU you name, in float32,
 inference, and writes one JSON result with its provenance (device names, torch version, date, threads,
-shapes, medians) into the package's results folder, mha_lib/_bench/results/<device>-<date>.json, which
+shapes, medians) into the package's results folder, mha_chapters/bench/results/<device>-<date>.json, which
 ships with mha_lib (package data). The notebook plots every file there, labelled as recorded.
 
     python benchmarks/bench_batching.py                  # the CPU only
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import torch
 
-from mha_lib._bench.records import make_result, results_directory, save_result
-from mha_lib._bench.sweeps import BatchSweep, LengthSweep, measure_device
+from mha_chapters.bench.records import make_result, results_directory, save_result
+from mha_chapters.bench.sweeps import BatchSweep, LengthSweep, measure_device
 
 # The GPU sweeps go further: a GPU is slow on tiny batches (each kernel launch costs a few
 # microseconds) and fast on large ones, and the point where it overtakes the CPU is the interesting part.

@@ -1,6 +1,6 @@
 """Time every change of chapter 05's explorer over the whole slider range, and report the worst case.
 
-Builds the widget with ``mha_lib.chapters.explorer.explorer()`` and sets its controls one at a
+Builds the widget with ``mha_chapters.explorer.explorer()`` and sets its controls one at a
 time, as a reader moving a slider does. Each assignment runs the widget's own update
 (``ExplorerBox.update``, called by the control's observer: the layer, the trace, the costs and
 the heatmap SVG) to its end, so the time of one assignment is the time of one change; no
@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import torch
 
-from mha_lib.chapters.explorer import (
+from mha_chapters.explorer import (
     ExplorerBox,
     ExplorerConfig,
     costs_html,
@@ -38,7 +38,7 @@ from mha_lib.chapters.explorer import (
     render_explorer,
     trace_html,
 )
-from mha_lib.chapters.tables import format_table
+from mha_chapters.tables import format_table
 
 TARGET_MS = 100.0
 # Each change around the defaults and its way back.

@@ -17,7 +17,7 @@ separately, once per sequence length, and never mixed into the medians. The bloc
 compile cache (TORCHINDUCTOR_CACHE_DIR in a new temporary folder), so that no shape profits from another's work.
 
 --record writes the table, with the machine (CPU model, cache sizes, threads), torch version and date, to
-mha_lib/_bench/results/flex/<device>-<date>.json, which chapter 11 reads. Only the CPU is timed here (no GPU
+mha_chapters/bench/results/flex/<device>-<date>.json, which chapter 11 reads. Only the CPU is timed here (no GPU
 was lent when the recording was made); the script refuses nothing on a GPU machine but times the CPU only.
 """
 
@@ -40,14 +40,14 @@ import torch
 import torch.nn.functional as F
 from torch.utils import benchmark
 
+from mha_chapters.bench.timing import device_name, machine_summary
 from mha_lib import set_seed
-from mha_lib._bench.timing import device_name, machine_summary
 from mha_lib.flex import SKIPPED, block_tiles, dense_mask, flex_attention_available, sliding_window_mask_mod
 
 BATCH_SIZE, NUM_HEADS, HEAD_DIM, BLOCK_SIZE = 1, 4, 16, 128
 SEQ_LENS = (512, 2048)
 WINDOWS = (64, 512)
-RESULTS = Path(__file__).resolve().parents[1] / "mha_lib" / "_bench" / "results" / "flex"
+RESULTS = Path(__file__).resolve().parents[1] / "mha_chapters" / "bench" / "results" / "flex"
 
 
 def paired_times(fns: dict[str, object], pairs: int, number: int, min_time: float = 0.05) -> dict[str, list[float]]:
@@ -189,7 +189,7 @@ def time_figure(repeats: int = 9) -> None:
     """Median time of what one slider change does at chapter 11's defaults: build the mask, draw, render a PNG."""
     import io
 
-    from mha_lib.chapters.flex import plot_block_mask
+    from mha_chapters.flex import plot_block_mask
 
     times = []
     for _ in range(repeats):

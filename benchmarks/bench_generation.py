@@ -1,6 +1,6 @@
 """Time greedy generation with and without the KV cache: chapter 09's decoder, tokens per second.
 
-The decoder is ``mha_lib.chapters.generation.TinyDecoder`` with random weights (seed 0; 256 token ids,
+The decoder is ``mha_chapters.generation.TinyDecoder`` with random weights (seed 0; 256 token ids,
 64 hiddens, 4 heads, 2 layers, float64), a prompt of 8 tokens, batch 1, one CPU thread. For every number of
 new tokens, the two ways are timed as interleaved pairs in this process; the speed-up of a pair is its time
 without the cache over its time with it. Both ways must produce the same tokens, and the script checks that
@@ -21,9 +21,9 @@ import sys
 
 import torch
 
+from mha_chapters.bench.timing import machine_summary
+from mha_chapters.generation import TinyDecoder, generate_tokens, time_generation
 from mha_lib import set_seed
-from mha_lib._bench.timing import machine_summary
-from mha_lib.chapters.generation import TinyDecoder, generate_tokens, time_generation
 
 SIZES = {"vocab_size": 256, "num_hiddens": 64, "num_heads": 4, "num_layers": 2, "max_len": 512}
 PROMPT_LEN = 8

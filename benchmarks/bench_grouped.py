@@ -5,7 +5,7 @@
    ``F.scaled_dot_product_attention(q, k, v, enable_gqa=True)``:
    - ``repeat_kv_heads`` + ``mha_lib.dot_product_attention`` (the explicit path of GroupedQueryAttention),
    - ``repeat_interleave`` of the key-value heads + SDPA (what a kernel without GQA support needs).
-2. Generation: ``mha_lib.chapters.kv_cache.generate`` with the cache against without it (a 256-hidden layer,
+2. Generation: ``mha_chapters.kv_cache.generate`` with the cache against without it (a 256-hidden layer,
    8 heads, 2 key-value heads, a 16-token prompt, 128 new tokens, float32).
 
 Each pair is timed back to back, alternating which goes first, and the printed ratio is the median of
@@ -23,9 +23,9 @@ import torch
 import torch.nn.functional as F
 
 import mha_lib
+from mha_chapters.bench.timing import paired_times
+from mha_chapters.kv_cache import generate
 from mha_lib import GroupedQueryAttention, dot_product_attention, repeat_kv_heads
-from mha_lib._bench.timing import paired_times
-from mha_lib.chapters.kv_cache import generate
 
 BATCH_SIZE, SEQ_LEN, NUM_HEADS, NUM_KV_HEADS, HEAD_DIM = 2, 256, 32, 8, 64
 GEN_HIDDENS, GEN_HEADS, GEN_KV_HEADS, PROMPT_LEN, NEW_TOKENS = 256, 8, 2, 16, 128

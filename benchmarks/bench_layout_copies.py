@@ -22,9 +22,9 @@ import time
 
 import torch
 
-from mha_lib._bench.sweeps import random_qkv
-from mha_lib._bench.timing import machine_summary
-from mha_lib.chapters.batching import attention_batched, attention_per_head, attention_prefolded, layout_copies
+from mha_chapters.batching import attention_batched, attention_per_head, attention_prefolded, layout_copies
+from mha_chapters.bench.sweeps import random_qkv
+from mha_chapters.bench.timing import machine_summary
 from mha_lib.functional import transpose_qkv
 
 SEQ_LEN, NUM_HIDDENS, NUM_HEADS = 10, 100, 5  # chapter 07's sizes

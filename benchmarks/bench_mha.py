@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 import mha_lib
-from mha_lib._bench.timing import paired_times
+from mha_chapters.bench.timing import paired_times
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 import mha_lib
-from mha_lib._bench.timing import machine_summary, paired_times
+from mha_chapters.bench.timing import machine_summary, paired_times
 from mha_lib.functional import _attention, _attention_mask, _transpose_output, _transpose_qkv
 
 sys.path.insert(0, str(Path(__file__).parent))

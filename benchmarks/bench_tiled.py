@@ -6,7 +6,7 @@ torch.utils.benchmark; the printed numbers are the median and the min-max of the
 PyTorch's fused kernel; above 1.00 means slower). The header names the machine: CPU model, cache sizes, threads.
 The explicit computation (mha_lib.dot_product_attention, which
 stores the n x n scores and weights) is timed the same way for comparison. Beside each line: the bytes
-the tiled loop holds (one tile of scores and the running state, mha_lib.chapters.tiled.tiled_state_bytes)
+the tiled loop holds (one tile of scores and the running state, mha_chapters.tiled.tiled_state_bytes)
 against the bytes of the full score matrix.
 
     python benchmarks/bench_tiled.py [--pairs 15] [--number 2] [--threads 1] [--device cpu|cuda] [--quick]
@@ -24,9 +24,9 @@ import statistics
 import torch
 import torch.nn.functional as F
 
+from mha_chapters.bench.timing import machine_summary, paired_times
+from mha_chapters.tiled import full_score_bytes, tiled_attention, tiled_state_bytes
 from mha_lib import dot_product_attention, set_seed
-from mha_lib._bench.timing import machine_summary, paired_times
-from mha_lib.chapters.tiled import full_score_bytes, tiled_attention, tiled_state_bytes
 
 BATCH_SIZE, NUM_HEADS, HEAD_DIM = 2, 4, 16
 SEQ_LENS = (256, 1024, 2048)

@@ -14,7 +14,7 @@ EXERCISES = {
                             points=2)],
                 reference="def reference(first, second):\n    return (first, second)",
                 compare="""\
-from mha_lib.chapters.why_heads import two_place_inputs, two_place_layer
+from mha_chapters.why_heads import two_place_inputs, two_place_layer
 first, second = args
 ok = type_(result) is tuple_ and result[0] == "tensor" and result[1] == (4, 4)
 if ok:

@@ -2,17 +2,18 @@
 
 The names and signatures are those of the d2l book's Chinese edition 2.0 (the ``d2l`` 0.17 package):
 d2l 0.17's and d2l 1.0's own Transformer and BERT code runs unchanged with ``mha_lib.MultiHeadAttention`` in place
-of d2l's. ``set_language("zh_CN")`` makes what the library prints Chinese, and what a chapter prints through ``tr``.
+of d2l's. ``set_language("zh_CN")`` makes the library's errors Chinese.
 Read the implementation in the order ``functional`` (masks, the masked softmax, attention, the head reshapes),
 ``modules`` (the layers; one ``forward`` for multi-head and grouped-query attention), then ``grouped``, ``kv_cache``
 (decoding with a cache), ``rope`` (rotary position embedding), ``latent`` (MLA) and ``flex``;
-``_validation`` holds the argument checks they share, ``masks`` names the mask builders of ``functional``.
-``chapters`` holds the chapters' helpers and ``exercises`` the self-checking exercises.
+``_validation`` holds the argument checks they share, ``masks`` names the mask builders of ``functional``,
+``utils`` the seed, device and conversion helpers, ``i18n`` the language of the errors.
+The chapters' helpers, figures, exercises and benchmarks are another package, ``mha_chapters``, built on this one.
 """
 
 from .functional import dot_product_attention, masked_softmax, transpose_output, transpose_qkv
 from .grouped import GroupedQueryAttention, kv_head_of, mha_to_gqa, repeat_kv_heads
-from .i18n import _, figure_text, get_language, set_language, tr
+from .i18n import get_language, set_language
 from .kv_cache import KVCache, SlidingWindowKVCache, attend_with_cache, generate
 from .latent import MultiHeadLatentAttention
 from .masks import attention_mask, causal_mask, sequence_mask, valid_lens_mask
@@ -31,15 +32,6 @@ from .utils import cpu_threads, pick_device, set_seed, to_torch_mha
 __version__ = "2026.11.0.post0.dev0"  # the one source (pyproject reads it); CHANGELOG.md says how it moves
 
 
-def __getattr__(name: str) -> object:
-    """``show_heatmaps``, imported on first use: only it needs matplotlib, so the layers, the masks and the KV cache
-    import on a machine without plotting libraries (PEP 562's module ``__getattr__``)."""
-    if name == "show_heatmaps":
-        from .plotting import show_heatmaps
-
-        return show_heatmaps
-    raise AttributeError(_("module {module!r} has no attribute {name!r}").format(module=__name__, name=name))
-
 __all__ = [
     "AdditiveAttention",
     "DotProductAttention",
@@ -56,7 +48,6 @@ __all__ = [
     "causal_mask",
     "cpu_threads",
     "dot_product_attention",
-    "figure_text",
     "generate",
     "get_language",
     "halves_to_interleaved",
@@ -72,9 +63,7 @@ __all__ = [
     "set_language",
     "sequence_mask",
     "set_seed",
-    "show_heatmaps",
     "to_torch_mha",
-    "tr",
     "transpose_output",
     "transpose_qkv",
     "valid_lens_mask",

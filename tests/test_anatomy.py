@@ -5,8 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from mha_lib import GeneralMultiHeadAttention, MultiHeadAttention, causal_mask, valid_lens_mask
-from mha_lib.chapters.anatomy import (
+from mha_chapters.anatomy import (
     TraceRow,
     count_parameters,
     format_trace,
@@ -14,6 +13,7 @@ from mha_lib.chapters.anatomy import (
     score_bytes,
     trace_multi_head_attention,
 )
+from mha_lib import GeneralMultiHeadAttention, MultiHeadAttention, causal_mask, valid_lens_mask
 
 # (query_size, key_size, value_size, num_hiddens, num_heads, num_queries, num_kvpairs)
 CASES = [(100, 100, 100, 100, 5, 4, 6), (12, 16, 24, 40, 4, 3, 5), (8, 8, 8, 8, 1, 5, 5)]

@@ -1,5 +1,5 @@
-"""mha_lib.chapters.batching (the three implementations agree, exact costs, CPU facts, figures) and the
-private harness mha_lib._bench (timing, sweeps, the dataclass records and their reader, the bench script)."""
+"""mha_chapters.batching (the three implementations agree, exact costs, CPU facts, figures) and the
+private harness mha_chapters.bench (timing, sweeps, the dataclass records and their reader, the bench script)."""
 
 import copy
 import dataclasses
@@ -14,28 +14,7 @@ import torch
 import torch.nn.functional as F
 from matplotlib.figure import Figure
 
-from mha_lib import MultiHeadAttention, cpu_threads
-from mha_lib._bench.records import (
-    SCHEMA,
-    BenchResult,
-    DeviceRun,
-    load_result,
-    load_results,
-    make_result,
-    provenance,
-    results_directory,
-    save_result,
-)
-from mha_lib._bench.sweeps import BatchSweep, LengthSweep, measure_device, random_qkv
-from mha_lib._bench.timing import (
-    available_devices,
-    device_name,
-    median_time,
-    paired_speedups,
-    synchronize,
-    thread_speedups,
-)
-from mha_lib.chapters.batching import (
+from mha_chapters.batching import (
     FLOAT32_LANES,
     IMPLEMENTATIONS,
     LayoutCopy,
@@ -54,6 +33,27 @@ from mha_lib.chapters.batching import (
     plot_loops_vs_batch,
     speedups,
 )
+from mha_chapters.bench.records import (
+    SCHEMA,
+    BenchResult,
+    DeviceRun,
+    load_result,
+    load_results,
+    make_result,
+    provenance,
+    results_directory,
+    save_result,
+)
+from mha_chapters.bench.sweeps import BatchSweep, LengthSweep, measure_device, random_qkv
+from mha_chapters.bench.timing import (
+    available_devices,
+    device_name,
+    median_time,
+    paired_speedups,
+    synchronize,
+    thread_speedups,
+)
+from mha_lib import MultiHeadAttention, cpu_threads
 from mha_lib.functional import transpose_qkv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -334,7 +334,7 @@ def test_a_file_that_is_not_json_or_not_an_object_is_rejected(tmp_path):
 
 def test_recorded_results_ship_inside_the_package():
     directory = results_directory()
-    assert directory == Path(__import__("mha_lib._bench").__file__).parent / "_bench" / "results"
+    assert directory == Path(__import__("mha_chapters.bench").__file__).parent / "bench" / "results"
     results = load_results()
     assert "cpu-2026-11-21.json" in results, "the CPU recording of 2026-11-21 must stay"
     cpu = results["cpu-2026-11-21.json"]
@@ -342,7 +342,7 @@ def test_recorded_results_ship_inside_the_package():
     assert (cpu.torch, cpu.command, cpu.runs[0].threads) == ("2.13.0+cpu", "python benchmarks/bench_batching.py "
                                                                          "--threads 1", 1)
     assert cpu.runs[0].batch_sweep.median_s["batched"][0] == 3.6748740003531564e-05
-    assert not (ROOT / "benchmarks" / "results").exists(), "recorded results live in mha_lib/_bench/results/"
+    assert not (ROOT / "benchmarks" / "results").exists(), "recorded results live in mha_chapters/bench/results/"
 
 
 def test_bench_script_quick_run_writes_a_loadable_result(tmp_path):
@@ -441,7 +441,7 @@ def test_length_figure_draws_the_score_memory_as_a_formula(tiny_result):
 
 
 def test_machine_summary_names_the_cpu_its_caches_and_threads():
-    from mha_lib._bench.timing import cpu_caches, device_name, machine_summary
+    from mha_chapters.bench.timing import cpu_caches, device_name, machine_summary
 
     line = machine_summary(1)
     assert line.startswith(device_name("cpu"))
@@ -452,7 +452,7 @@ def test_machine_summary_names_the_cpu_its_caches_and_threads():
 
 
 def test_paired_length_ratios_time_the_checked_calls_in_pairs():
-    from mha_lib._bench.sweeps import LengthSweep, length_calls, paired_length_ratios
+    from mha_chapters.bench.sweeps import LengthSweep, length_calls, paired_length_ratios
 
     sweep = LengthSweep(seq_lens=(8, 16), batch_size=1, num_hiddens=8, num_heads=2)
     ratios = paired_length_ratios(sweep, repeats=7, number=1)
@@ -465,7 +465,7 @@ def test_paired_length_ratios_time_the_checked_calls_in_pairs():
 
 @pytest.mark.skipif(sys.platform not in ("linux", "darwin"), reason="the OS counts minor page faults")
 def test_page_faults_per_call_counts_fresh_pages_of_large_results():
-    from mha_lib._bench.timing import page_faults_per_call
+    from mha_chapters.bench.timing import page_faults_per_call
 
     small = page_faults_per_call(lambda: torch.ones(16))
     large = page_faults_per_call(lambda: torch.ones(64 * 2**20 // 4))  # 64 MiB: fresh pages every call

@@ -4,11 +4,11 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
+from mha_chapters.fold_figure import draw_fold_steps, fold_steps
+from mha_chapters.source import source_with_helpers
+from mha_chapters.why_heads import two_place_inputs, two_place_layer
+from mha_chapters.why_heads_figures import draw_head_weights
 from mha_lib import transpose_qkv
-from mha_lib.chapters.fold_figure import draw_fold_steps, fold_steps
-from mha_lib.chapters.source import source_with_helpers
-from mha_lib.chapters.why_heads import two_place_inputs, two_place_layer
-from mha_lib.chapters.why_heads_figures import draw_head_weights
 
 X = torch.stack([torch.arange(10, 18).reshape(2, 4), torch.arange(20, 28).reshape(2, 4)])
 

@@ -1,6 +1,6 @@
 """The exercise checkers: a correct solution is confirmed, and each typical wrong one gets ITS hint.
 
-The wrong solutions are written the way a reader would write them (not copied from mha_lib.exercises),
+The wrong solutions are written the way a reader would write them (not copied from mha_chapters.exercises),
 so these tests show that the checkers recognise the mistake, not one particular line of code.
 Each expected hint is identified by a phrase that only that hint contains.
 """
@@ -11,9 +11,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from mha_chapters.exercises import _engine, ch01, ch02, ch03, ch04, ch05
+from mha_chapters.exercises._engine import CORRECT, NOT_YET
 from mha_lib import masked_softmax, transpose_output, transpose_qkv
-from mha_lib.exercises import _engine, ch01, ch02, ch03, ch04, ch05
-from mha_lib.exercises._engine import CORRECT, NOT_YET
 
 
 def run(capsys, checker, solution) -> str:

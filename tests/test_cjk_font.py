@@ -1,6 +1,6 @@
 """Chinese without a CJK font: the figures keep their English text, and a person is told once, in Chinese, why.
 
-mha_lib.i18n says it on stderr when set_language("zh_CN") finds no font with Chinese glyphs: once per process,
+mha_chapters.i18n says it on stderr when set_language("zh_CN") finds no font with Chinese glyphs: once per process,
 and never to nbconvert, nbval or papermill, which send their cells with allow_stdin false. Their outputs are
 stored and compared, and must not depend on the fonts of the machine that ran them.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from mha_lib import i18n
+from mha_chapters import i18n
 
 ROOT = Path(__file__).resolve().parents[1]
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
@@ -103,7 +103,7 @@ def test_a_real_kernel_tells_jupyterlab_but_not_nbclient():
                                        else None)
             return "".join(errors)
 
-        switch = "import mha_lib.i18n as i18n\ni18n.cjk_font = lambda: None\ni18n.set_language('zh_CN')"
+        switch = "import mha_chapters.i18n as i18n\ni18n.cjk_font = lambda: None\ni18n.set_language('zh_CN')"
         assert run(switch, allow_stdin=False) == ""
         told = run("i18n.set_language('en')\ni18n.set_language('zh_CN')", allow_stdin=True)
         assert "fonts-noto-cjk" in told and CHINESE.search(told)
@@ -137,7 +137,7 @@ def test_the_stored_chinese_figures_were_drawn_with_a_cjk_font(notebook):
     # English figures. The SVG keeps each text (as text, or as a comment before its outlines), so the catalogue's
     # English labels show it.
     polib = pytest.importorskip("polib")
-    catalogue = polib.pofile(str(ROOT / "mha_lib" / "locale" / "zh_CN" / "LC_MESSAGES" / "mha_lib.po"))
+    catalogue = polib.pofile(str(ROOT / "mha_chapters" / "locale" / "zh_CN" / "LC_MESSAGES" / "mha_chapters.po"))
     translated = {entry.msgid: entry.msgstr for entry in catalogue if entry.msgstr and entry.msgstr != entry.msgid}
     english = english_figure_text(notebook, translated)
     assert not english, (f"{notebook.relative_to(ROOT)} stores figures with English labels that have a Chinese "

@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from mha_chapters.anatomy import trace_multi_head_attention
 from mha_lib import (
     AdditiveAttention,
     DotProductAttention,
@@ -17,7 +18,6 @@ from mha_lib import (
     to_torch_mha,
     valid_lens_mask,
 )
-from mha_lib.chapters.anatomy import trace_multi_head_attention
 
 DEVICES = [
     pytest.param("cpu"),
@@ -220,7 +220,7 @@ def test_fused_path_reads_value_head_size_from_the_layer():
 
 
 def test_the_torch_errors_the_exercise_engine_explains_still_say_what_it_looks_for():
-    # mha_lib.exercises._engine recognises a few torch errors by a piece of their message. If a torch release
+    # mha_chapters.exercises._engine recognises a few torch errors by a piece of their message. If a torch release
     # rewords one, this test fails and the engine's hint must follow.
     pieces = {
         "view size is not compatible": lambda: torch.randn(2, 3, 4).transpose(1, 2).view(2, 12),

@@ -38,7 +38,7 @@ def test_every_exercise_is_graded_by_hidden_tests_only(path):
             assert visible.startswith("# ") and visible.count("\n") == 1  # one line shows in the release
             assert hidden.endswith("### END HIDDEN TESTS")
             # nothing an answer cell could rebind or patch: no checker, no name from the notebook's imports
-            assert "check_" not in hidden and "mha_lib.exercises" not in hidden
+            assert "check_" not in hidden and "mha_chapters.exercises" not in hidden
         # the chapter's checkers stay as practice: locked, no points
         practice = _cells(nb, lambda m, c: m.get("grade_id", "").count("_practice"))
         assert practice and all(c.metadata["nbgrader"]["grade"] is False and c.metadata["nbgrader"]["locked"]

@@ -1,13 +1,13 @@
-"""The block diagram of the layer (mha_lib.chapters.diagram) and the why-heads example (mha_lib.chapters.why_heads)."""
+"""The block diagram of the layer (mha_chapters.diagram) and the why-heads example (mha_chapters.why_heads)."""
 
 import pytest
 import torch
 from matplotlib.figure import Figure
 
+from mha_chapters.anatomy import count_parameters
+from mha_chapters.diagram import HEAD_BOX, MAX_HEADS_DRAWN, draw_multi_head_attention, heads_drawn
+from mha_chapters.why_heads import NEEDED, two_place_inputs, two_place_layer
 from mha_lib import MultiHeadAttention, transpose_qkv
-from mha_lib.chapters.anatomy import count_parameters
-from mha_lib.chapters.diagram import HEAD_BOX, MAX_HEADS_DRAWN, draw_multi_head_attention, heads_drawn
-from mha_lib.chapters.why_heads import NEEDED, two_place_inputs, two_place_layer
 
 
 def texts(fig: Figure) -> list[str]:

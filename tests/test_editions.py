@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from mha_lib.exercises._engine import CORRECT, NOT_YET
+from mha_chapters.exercises._engine import CORRECT, NOT_YET
 from tools import editions
 
 ROOT = Path(__file__).resolve().parents[1]

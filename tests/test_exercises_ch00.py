@@ -3,10 +3,10 @@
 import pytest
 import torch
 
+from mha_chapters.anatomy import count_parameters
+from mha_chapters.exercises import ch00
+from mha_chapters.exercises._engine import CORRECT, NOT_YET
 from mha_lib import MultiHeadAttention
-from mha_lib.chapters.anatomy import count_parameters
-from mha_lib.exercises import ch00
-from mha_lib.exercises._engine import CORRECT, NOT_YET
 
 
 def run(capsys, checker, solution) -> str:

@@ -9,8 +9,8 @@ import math
 import pytest
 import torch
 
-from mha_lib.exercises import ch02
-from mha_lib.exercises._engine import CORRECT, NOT_YET
+from mha_chapters.exercises import ch02
+from mha_chapters.exercises._engine import CORRECT, NOT_YET
 
 
 def printed(capsys, checker, solution) -> str:

@@ -6,8 +6,8 @@ The other chapter-04 checkers are tested in tests/test_checks.py.
 import pytest
 import torch
 
-from mha_lib.exercises import ch04
-from mha_lib.exercises._engine import CORRECT, NOT_YET
+from mha_chapters.exercises import ch04
+from mha_chapters.exercises._engine import CORRECT, NOT_YET
 
 
 def run(capsys, checker, solution) -> str:
@@ -104,7 +104,7 @@ def test_key_projection_names_the_typical_mistake(capsys, solution, phrase):
 
 
 def test_key_projection_checker_leaves_the_example_layer_untouched(capsys):
-    from mha_lib.chapters.why_heads import two_place_inputs, two_place_layer
+    from mha_chapters.why_heads import two_place_inputs, two_place_layer
 
     before = two_place_layer(2)(*two_place_inputs())
     run(capsys, ch04.check_key_projection, key_projection_transposed)

@@ -6,9 +6,9 @@ The older chapter-05 checkers are tested in tests/test_checks.py.
 import pytest
 import torch
 
-from mha_lib.chapters.explorer import ExplorerConfig, explore
-from mha_lib.exercises._engine import CORRECT, NOT_YET
-from mha_lib.exercises.ch05 import check_explorer_split_shape, check_grey_cells, check_score_memory_answer
+from mha_chapters.exercises._engine import CORRECT, NOT_YET
+from mha_chapters.exercises.ch05 import check_explorer_split_shape, check_grey_cells, check_score_memory_answer
+from mha_chapters.explorer import ExplorerConfig, explore
 
 
 def line_of(capsys, answer) -> str:

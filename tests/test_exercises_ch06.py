@@ -1,6 +1,6 @@
 """The exercise checkers of chapter 06: a correct solution is confirmed, and each typical wrong one gets ITS hint.
 
-The wrong solutions are written the way a reader would write them (not copied from mha_lib.exercises.ch06).
+The wrong solutions are written the way a reader would write them (not copied from mha_chapters.exercises.ch06).
 Each expected hint is identified by a phrase that only that hint contains. ``run`` (a checker prints exactly
 one line) is the shared helper of tests/test_checks.py.
 """
@@ -9,9 +9,9 @@ import pytest
 import torch
 from test_checks import run
 
-from mha_lib.chapters.toy import IGNORE, TwoLookupTask
-from mha_lib.exercises import ch06
-from mha_lib.exercises._engine import CORRECT, NOT_YET
+from mha_chapters.exercises import ch06
+from mha_chapters.exercises._engine import CORRECT, NOT_YET
+from mha_chapters.toy import IGNORE, TwoLookupTask
 
 # ---- exercise 1: the targets of a hand-sized example --------------------------------------------------------------
 

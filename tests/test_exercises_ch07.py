@@ -2,7 +2,7 @@
 
 import pytest
 
-from mha_lib.exercises import ch07
+from mha_chapters.exercises import ch07
 
 
 def attention_flops_right(batch_size, seq_len, num_hiddens):

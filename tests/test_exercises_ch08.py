@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from mha_lib.exercises import ch08
-from mha_lib.exercises._engine import CORRECT, NOT_YET
+from mha_chapters.exercises import ch08
+from mha_chapters.exercises._engine import CORRECT, NOT_YET
 
 
 def run(capsys, checker, answer) -> str:

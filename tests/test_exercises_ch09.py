@@ -1,14 +1,14 @@
 """Chapter 09's checkers: the right answer is confirmed, each typical wrong one gets ITS hint.
 
-The wrong solutions are written the way a reader would write them, not copied from mha_lib.exercises.ch09.
+The wrong solutions are written the way a reader would write them, not copied from mha_chapters.exercises.ch09.
 """
 
 import pytest
 import torch
 from test_checks import expect_hint, run
 
-from mha_lib.exercises import ch09
-from mha_lib.exercises._engine import CORRECT
+from mha_chapters.exercises import ch09
+from mha_chapters.exercises._engine import CORRECT
 
 
 def right_repeat(X, num_groups):

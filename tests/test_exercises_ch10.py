@@ -1,6 +1,6 @@
 """Chapter 10's checkers: the right answer is confirmed, and each typical wrong one gets ITS hint.
 
-The wrong solutions are written the way a reader would write them, not copied from mha_lib.exercises.ch10.
+The wrong solutions are written the way a reader would write them, not copied from mha_chapters.exercises.ch10.
 """
 
 import math
@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from mha_lib.exercises import ch10
-from mha_lib.exercises._engine import CORRECT, NOT_YET
+from mha_chapters.exercises import ch10
+from mha_chapters.exercises._engine import CORRECT, NOT_YET
 
 
 def run(capsys, checker, solution) -> str:

@@ -1,13 +1,13 @@
 """Chapter 11's checkers: the right answer is confirmed, and each typical wrong one gets ITS hint.
 
-The wrong solutions are written the way a reader would write them, not copied from mha_lib.exercises.ch11.
+The wrong solutions are written the way a reader would write them, not copied from mha_chapters.exercises.ch11.
 """
 
 import pytest
 import torch
 
-from mha_lib.exercises import ch11
-from mha_lib.exercises._engine import CORRECT, NOT_YET
+from mha_chapters.exercises import ch11
+from mha_chapters.exercises._engine import CORRECT, NOT_YET
 
 
 def run(capsys, checker, solution) -> str:

@@ -1,14 +1,14 @@
 """Chapter 12's checkers: the right answer is confirmed, and each typical wrong one gets ITS hint.
 
-The wrong solutions are written the way a reader would write them, not copied from mha_lib.exercises.ch12.
+The wrong solutions are written the way a reader would write them, not copied from mha_chapters.exercises.ch12.
 """
 
 import numpy as np
 import pytest
 import torch
 
-from mha_lib.exercises import ch12
-from mha_lib.exercises._engine import CORRECT, GRADING_VARIABLE, NOT_YET
+from mha_chapters.exercises import ch12
+from mha_chapters.exercises._engine import CORRECT, GRADING_VARIABLE, NOT_YET
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,6 @@
 """The exercise checkers of chapter 13: a correct solution is confirmed, and each typical wrong one gets ITS hint.
 
-The wrong solutions are written the way a reader would write them (not copied from mha_lib.exercises.ch13).
+The wrong solutions are written the way a reader would write them (not copied from mha_chapters.exercises.ch13).
 Each expected hint is identified by a phrase that only that hint contains. Answers in numpy, and functions that
 compute in numpy, are checked like the others and never crash the checker.
 """
@@ -10,8 +10,8 @@ import pytest
 import torch
 from test_checks import run
 
-from mha_lib.exercises import ch13
-from mha_lib.exercises._engine import CORRECT, NOT_YET
+from mha_chapters.exercises import ch13
+from mha_chapters.exercises._engine import CORRECT, NOT_YET
 
 
 def expect_hint(line: str, phrase: str) -> None:

@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mha_lib.chapters.anatomy import mha_flops
-from mha_lib.exercises import ch02, ch03, ch04, ch05
-from mha_lib.exercises._engine import CORRECT, NOT_YET
+from mha_chapters.anatomy import mha_flops
+from mha_chapters.exercises import ch02, ch03, ch04, ch05
+from mha_chapters.exercises._engine import CORRECT, NOT_YET
 
 
 def run(capsys, checker, answer) -> str:

@@ -20,11 +20,11 @@ import pytest
 import torch
 from torch.nn.attention.flex_attention import or_masks
 
-from mha_lib.chapters.toy import IGNORE
-from mha_lib.exercises import ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12
-from mha_lib.exercises._engine import CORRECT, GRADING_VARIABLE, NOT_YET, _same
+from mha_chapters.exercises import ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12
+from mha_chapters.exercises._engine import CORRECT, GRADING_VARIABLE, NOT_YET, _same
+from mha_chapters.i18n import _, set_language
+from mha_chapters.toy import IGNORE
 from mha_lib.flex import sink_mask_mod, sliding_window_mask_mod
-from mha_lib.i18n import _, set_language
 
 GENERIC = "Check your reasoning step by step"  # the fallback hint of a predict checker: says nothing specific
 

@@ -18,9 +18,8 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from PIL import Image
 
-from mha_lib import MultiHeadAttention
-from mha_lib.chapters.anatomy import count_parameters
-from mha_lib.chapters.explorer import (
+from mha_chapters.anatomy import count_parameters
+from mha_chapters.explorer import (
     CMAP,
     INPUT_STD,
     KEYS,
@@ -47,7 +46,8 @@ from mha_lib.chapters.explorer import (
     trace_html,
     weight_colours,
 )
-from mha_lib.chapters.scaling import measure_score_variance, measure_softmax_saturation
+from mha_chapters.scaling import measure_score_variance, measure_softmax_saturation
+from mha_lib import MultiHeadAttention
 
 ZERO_COLOUR = tuple(int(round(255 * c)) for c in colormaps[CMAP](0.0))  # RGBA of weight 0
 MASKED_COLOUR = (*MASKED_RGB, 255)  # RGBA of a masked key
@@ -514,7 +514,7 @@ def test_count_parameters_matches_the_costs_of_a_real_layer():
 
 def test_the_browser_recording_is_complete():
     """results/explorer/: what tests/browser/test_explorer_latency.py wrote, quoted in benchmarks/README.md."""
-    recordings = sorted(files("mha_lib._bench").joinpath("results/explorer").iterdir(), key=lambda path: path.name)
+    recordings = sorted(files("mha_chapters.bench").joinpath("results/explorer").iterdir(), key=lambda path: path.name)
     assert recordings, "benchmarks/README.md quotes the latest recording; there is none"
     for path in recordings:
         recording = json.loads(path.read_text())

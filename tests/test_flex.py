@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from mha_chapters.flex import document_offsets_mask_mod, neighborhood_mask_mod
 from mha_lib import MultiHeadAttention, attention_mask, dot_product_attention
-from mha_lib.chapters.flex import document_offsets_mask_mod, neighborhood_mask_mod
 from mha_lib.flex import (
     FULL,
     PARTIAL,
@@ -258,7 +258,7 @@ def test_bad_arguments(call, error, words):
 def test_block_counts_and_figure():
     from matplotlib.figure import Figure
 
-    from mha_lib.chapters.flex import block_counts, plot_block_mask
+    from mha_chapters.flex import block_counts, plot_block_mask
 
     counts = block_counts(256, 32, 64)  # 4 x 4 tiles: the diagonal partial, the one below it partial, rest skipped
     assert counts == {"full": 0, "partial": 7, "skipped": 9, "total": 16}
@@ -272,7 +272,7 @@ def test_block_counts_and_figure():
 
 
 def test_recorded_flex_table_loads_and_is_consistent():
-    from mha_lib.chapters.flex import flex_cost_lines, load_flex_record, plot_flex_costs
+    from mha_chapters.flex import flex_cost_lines, load_flex_record, plot_flex_costs
 
     record = load_flex_record()
     assert record["device"] == "cpu" and record["rows"]
@@ -296,14 +296,14 @@ def test_recorded_flex_table_loads_and_is_consistent():
 
 
 def block_counts_fraction(seq_len, window, block_size):
-    from mha_lib.chapters.flex import block_counts
+    from mha_chapters.flex import block_counts
 
     counts = block_counts(seq_len, window, block_size)
     return counts["skipped"] / counts["total"]
 
 
 def test_load_flex_record_names_a_missing_field(tmp_path):
-    from mha_lib.chapters.flex import load_flex_record
+    from mha_chapters.flex import load_flex_record
 
     path = tmp_path / "bad.json"
     path.write_text('{"device": "cpu", "device_name": "x", "torch": "2", "date": "d", "rows": []}')
@@ -400,8 +400,8 @@ def test_chapter_masks_through_flex_equal_sdpa():
 
 
 def test_the_block_mask_and_cost_figures_title_in_the_readers_language(monkeypatch):
-    from mha_lib import i18n
-    from mha_lib.chapters.flex import load_flex_record, plot_block_mask, plot_flex_costs
+    from mha_chapters import i18n
+    from mha_chapters.flex import load_flex_record, plot_block_mask, plot_flex_costs
 
     record = load_flex_record()
     assert plot_block_mask(256, 32, 64)._suptitle.get_text() == "causal sliding window of 32 keys"

@@ -5,7 +5,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from mha_lib.chapters.generation import TinyDecoder, generate_tokens, plot_generation_speedups, time_generation
+from mha_chapters.generation import TinyDecoder, generate_tokens, plot_generation_speedups, time_generation
 
 TIGHT = {"rtol": 1e-10, "atol": 1e-12}
 
@@ -117,7 +117,7 @@ def test_local_and_global_caches_equal_the_windowed_forward(windows):
 
 
 def test_hybrid_cache_storage_is_the_formula():
-    from mha_lib.chapters.kv_cache import kv_cache_bytes, storage_bytes
+    from mha_chapters.kv_cache import kv_cache_bytes, storage_bytes
 
     model = decoder(6)
     prompt = torch.randint(0, 50, (1, 4), generator=torch.Generator().manual_seed(6))

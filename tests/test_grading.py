@@ -10,9 +10,9 @@ import re
 import pytest
 import torch
 
+from mha_chapters.exercises import _engine, ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12
+from mha_chapters.exercises._engine import CORRECT, GRADING_VARIABLE, NOT_YET
 from mha_lib import transpose_qkv
-from mha_lib.exercises import _engine, ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12
-from mha_lib.exercises._engine import CORRECT, GRADING_VARIABLE, NOT_YET
 
 MODULES = [ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12]
 

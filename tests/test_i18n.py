@@ -9,16 +9,17 @@ import polib
 import pytest
 import torch
 
-from mha_lib import GroupedQueryAttention, MultiHeadAttention, i18n, to_torch_mha
-from mha_lib._bench.records import BenchResult
-from mha_lib.exercises import ch02, ch03
-from mha_lib.exercises._engine import CORRECT, GRADING_VARIABLE, NOT_YET
+from mha_chapters import i18n
+from mha_chapters.bench.records import BenchResult
+from mha_chapters.exercises import ch02, ch03
+from mha_chapters.exercises._engine import CORRECT, GRADING_VARIABLE, NOT_YET
+from mha_chapters.i18n import _, figure_text, get_language, set_language
+from mha_lib import GroupedQueryAttention, MultiHeadAttention, to_torch_mha
 from mha_lib.functional import dot_product_attention, masked_softmax
-from mha_lib.i18n import _, figure_text, get_language, set_language
 from tools import translate
 
 ROOT = Path(__file__).resolve().parents[1]
-PO = translate.library_catalogue_path("zh_CN")
+CATALOGUES = [translate.library_catalogue_path("zh_CN", package) for package in translate.PACKAGES]
 
 
 @pytest.fixture(autouse=True)
@@ -67,31 +68,43 @@ def test_the_empty_message_is_not_the_catalogue_header():
 
 # --- the catalogue ----------------------------------------------------------------------------------------------
 
-def test_the_catalogue_has_every_marked_message_translated_and_none_fuzzy():
-    catalogue = polib.pofile(str(PO))
+@pytest.mark.parametrize(("package", "at_least"), [(translate.LIBRARY, 80), (translate.CHAPTERS, 250)],
+                         ids=["mha_lib", "mha_chapters"])
+def test_each_catalogue_has_every_marked_message_translated_and_none_fuzzy(package, at_least):
+    """mha_lib's: its errors; mha_chapters': the engine, the checkers, the helpers and the chapters' cells."""
+    catalogue = polib.pofile(str(translate.library_catalogue_path("zh_CN", package)))
     entries = {entry.msgid: entry for entry in catalogue if not entry.obsolete}
-    marked = translate.library_messages()
-    assert len(marked) > 250  # the engine, the checkers of chapters 00-11 and the chapters' helpers
+    marked = translate.library_messages(package)
+    assert len(marked) > at_least
     missing = [message for message in marked if message not in entries]
     assert not missing, f"run python -m tools.translate update-lib; not in the catalogue: {missing[:3]}"
     assert not [e.msgid for e in entries.values() if not e.msgstr], "untranslated messages"
     assert not [e.msgid for e in entries.values() if e.fuzzy], "fuzzy (stale) translations"
-    assert translate.library_problems("zh_CN") == []
+    assert translate.library_problems("zh_CN", package) == []
 
 
-def test_every_translation_keeps_exactly_the_placeholders_of_its_english():
-    for entry in polib.pofile(str(PO)):
+def test_the_core_never_marks_a_message_of_the_chapters():
+    """mha_lib's messages are its own: no chapter text (tr, figure_text) and no chapter cell in its catalogue."""
+    occurrences = [file for entry in polib.pofile(str(CATALOGUES[0])) for file, _line in entry.occurrences]
+    assert occurrences and all(file.startswith("mha_lib/") for file in occurrences)
+
+
+@pytest.mark.parametrize("path", CATALOGUES, ids=lambda path: path.name)
+def test_every_translation_keeps_exactly_the_placeholders_of_its_english(path):
+    for entry in polib.pofile(str(path)):
         assert translate.placeholders(entry.msgstr) == translate.placeholders(entry.msgid), entry.msgid
 
 
-def test_the_committed_mo_is_a_fresh_compile_of_the_po():
-    assert PO.with_suffix(".mo").read_bytes() == translate.compiled(polib.pofile(str(PO)))
+@pytest.mark.parametrize("path", CATALOGUES, ids=lambda path: path.name)
+def test_the_committed_mo_is_a_fresh_compile_of_the_po(path):
+    assert path.with_suffix(".mo").read_bytes() == translate.compiled(polib.pofile(str(path)))
 
 
-def test_the_mo_travels_in_the_wheel():
+@pytest.mark.parametrize("package", translate.PACKAGES, ids=lambda package: package.name)
+def test_the_mo_travels_in_the_wheel(package):
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    found = [path for pattern in package_data["mha_lib"] for path in (ROOT / "mha_lib").glob(pattern)]
-    assert PO.with_suffix(".mo") in found
+    found = [path for pattern in package_data[package.name] for path in package.glob(pattern)]
+    assert translate.library_catalogue_path("zh_CN", package).with_suffix(".mo") in found
 
 
 def test_extraction_and_merge_follow_the_gettext_rules(tmp_path):
@@ -251,14 +264,14 @@ def is_worded(header: str) -> bool:
 def test_every_worded_header_of_the_chapters_tables_is_in_the_catalogue():
     headers = chapter_headers()
     assert {"tensor", "loop over heads", "with cache"} <= headers  # the notebooks were read
-    catalogue = {entry.msgid for entry in polib.pofile(str(PO)) if entry.msgstr}
+    catalogue = {entry.msgid for entry in polib.pofile(str(CATALOGUES[1])) if entry.msgstr}
     missing = sorted(h for h in headers if is_worded(h) and h not in catalogue)
-    assert not missing, f"add these to CHAPTER_HEADERS in mha_lib/chapters/tables.py, then update-lib: {missing}"
+    assert not missing, f"add these to CHAPTER_HEADERS in mha_chapters/tables.py, then update-lib: {missing}"
     assert not is_worded("num_heads") and not is_worded("W_k.weight") and not is_worded("MiB")
 
 
 def test_format_table_prints_chinese_headers_aligned_by_display_width():
-    from mha_lib.chapters.tables import display_width, format_table
+    from mha_chapters.tables import display_width, format_table
 
     english = format_table([((2, 3), 6)], ["shape", "num_heads"])
     set_language("zh_CN")
@@ -298,8 +311,8 @@ def test_every_known_verdict_and_hint_prints_in_chinese(capsys, check, answer, v
 # --- tables and the explorer ------------------------------------------------------------------------------------
 
 def test_a_traced_operation_and_an_ablation_row_label_speak_the_readers_language():
-    from mha_lib.chapters.anatomy import localized_operation
-    from mha_lib.chapters.toy import row_label
+    from mha_chapters.anatomy import localized_operation
+    from mha_chapters.toy import row_label
 
     assert [row_label(label) for label in ("none", "head 2")] == ["none", "head 2"]
     assert localized_operation("softmax(queries @ keys^T / sqrt(16))") == "softmax(queries @ keys^T / sqrt(16))"
@@ -313,9 +326,9 @@ def test_a_traced_operation_and_an_ablation_row_label_speak_the_readers_language
 def test_the_layer_trace_and_the_explorer_speak_chinese():
     import torch
 
+    from mha_chapters.anatomy import format_trace, trace_multi_head_attention
+    from mha_chapters.explorer import ExplorerConfig, render_explorer
     from mha_lib import MultiHeadAttention
-    from mha_lib.chapters.anatomy import format_trace, trace_multi_head_attention
-    from mha_lib.chapters.explorer import ExplorerConfig, render_explorer
 
     torch.manual_seed(0)
     layer, x = MultiHeadAttention(8, 8, 8, 8, 2), torch.randn(2, 3, 8)
@@ -336,7 +349,7 @@ def test_the_layer_trace_and_the_explorer_speak_chinese():
 def test_a_chinese_figure_draws_without_a_missing_glyph():
     import warnings
 
-    from mha_lib.chapters.diagram import draw_multi_head_attention
+    from mha_chapters.diagram import draw_multi_head_attention
 
     set_language("zh_CN")
     figure = draw_multi_head_attention(2, 3, 5, 8, 2)
@@ -439,11 +452,11 @@ def message_arguments(node: ast.Call) -> list[ast.expr]:
     return [arg for arg in node.args if message(arg)]
 
 
-def test_every_message_that_mha_lib_raises_goes_through_the_catalogue():
+def test_every_message_that_the_packages_raise_goes_through_a_catalogue():
     """``raise ValueError("...")`` or ``raise ValueError(f"...")`` would stay English in the Chinese edition; the
     message must be ``_("... {field} ...").format(field=...)`` (or an argument name such as ``"mha"``)."""
     unmarked = []
-    for path in sorted((ROOT / "mha_lib").rglob("*.py")):
+    for path in sorted(path for package in translate.PACKAGES for path in package.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and message_arguments(node.exc):
                 unmarked.append(f"{path.relative_to(ROOT)}:{node.lineno}")

@@ -8,8 +8,7 @@ import torch
 import torch.nn.functional as F
 from matplotlib.figure import Figure
 
-from mha_lib import MultiHeadAttention
-from mha_lib.chapters.induction import (
+from mha_chapters.induction import (
     AttentionOnlyTransformer,
     RepeatTask,
     TrainResult,
@@ -23,6 +22,7 @@ from mha_lib.chapters.induction import (
     repeated_loss,
     train,
 )
+from mha_lib import MultiHeadAttention
 
 SMALL = RepeatTask(vocab_size=8, seq_len=10, min_period=2, max_period=5)
 

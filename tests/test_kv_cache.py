@@ -7,8 +7,7 @@ import torch
 from matplotlib.figure import Figure
 from torch.utils.flop_counter import FlopCounterMode
 
-from mha_lib import GroupedQueryAttention
-from mha_lib.chapters.kv_cache import (
+from mha_chapters.kv_cache import (
     MODELS,
     KVCache,
     MultiHeadLatentAttention,
@@ -27,6 +26,7 @@ from mha_lib.chapters.kv_cache import (
     plot_cache_bytes,
     plot_head_sharing,
 )
+from mha_lib import GroupedQueryAttention
 from mha_lib.flex import dense_mask, sliding_window_mask_mod
 
 TIGHT = {"rtol": 1e-10, "atol": 1e-12}
@@ -305,7 +305,7 @@ def test_conversion_error_is_zero_without_pooling_and_positive_with_it():
 
 
 def test_design_names_and_the_model_table_speak_the_readers_language(monkeypatch):
-    from mha_lib import i18n
+    from mha_chapters import i18n
 
     sizes = dict(num_layers=32, num_heads=32, num_kv_heads=8, head_dim=128, kv_lora_rank=512)
     assert list(cache_curves([1], **sizes)) == ["MHA", "GQA (8 kv heads)", "MQA", "MLA (latent 512)"]

@@ -2,8 +2,8 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from mha_lib.chapters.layout import MAX_CELLS, draw_memory, draw_side_by_side, draw_tensor, permuted_axis_names
-from mha_lib.i18n import set_language
+from mha_chapters.i18n import set_language
+from mha_chapters.layout import MAX_CELLS, draw_memory, draw_side_by_side, draw_tensor, permuted_axis_names
 
 
 def panels_of(fig: Figure) -> list:
@@ -164,7 +164,7 @@ def test_permuted_axis_names_say_where_each_new_axis_came_from():
             permuted_axis_names(bad)
 
 
-@pytest.mark.skipif(__import__("mha_lib").i18n.cjk_font() is None, reason="no CJK font: figures stay English")
+@pytest.mark.skipif(__import__("mha_chapters").i18n.cjk_font() is None, reason="no CJK font: figures stay English")
 def test_default_axis_names_and_panel_titles_are_chinese_in_chinese():
     set_language("zh_CN")
     try:

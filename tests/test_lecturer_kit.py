@@ -92,7 +92,7 @@ def test_the_reader_finds_tables_conditions_and_errors(tmp_path):
 def test_the_chinese_sheet_prints_the_catalogue_messages():
     chinese = ta_sheet.render("zh_CN")
     hint = "the weights sum to 1: one head returns a weighted AVERAGE of the values, not their sum."
-    translated = gettext.translation("mha_lib", localedir=ta_sheet.LOCALE, languages=["zh_CN"]).gettext(hint)
+    translated = gettext.translation("mha_chapters", localedir=ta_sheet.LOCALE, languages=["zh_CN"]).gettext(hint)
     assert translated != hint and translated in chinese
     english = ta_sheet.render("en")
     assert chinese.count("\n### `") == english.count("\n### `")

@@ -15,6 +15,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from mha_chapters.kv_cache import KVCache, attend_with_cache
 from mha_lib import (
     AdditiveAttention,
     DotProductAttention,
@@ -29,7 +30,6 @@ from mha_lib import (
     to_torch_mha,
     transpose_qkv,
 )
-from mha_lib.chapters.kv_cache import KVCache, attend_with_cache
 from mha_lib.flex import apply_score_mod, dense_mask, padding_mask_mod, prefix_lm_mask_mod
 
 INF = math.inf
@@ -272,8 +272,8 @@ def test_the_kv_cache_and_mla_import_without_matplotlib_or_ipywidgets():
 
 
 def test_the_chapter_names_the_same_kv_cache_as_the_core():
+    from mha_chapters import kv_cache as chapter
     from mha_lib import kv_cache, latent
-    from mha_lib.chapters import kv_cache as chapter
 
     assert chapter.KVCache is kv_cache.KVCache and chapter.generate is kv_cache.generate
     assert chapter.MultiHeadLatentAttention is latent.MultiHeadLatentAttention

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mha_lib._bench.records import results_directory, short_machine_name
+from mha_chapters.bench.records import results_directory, short_machine_name
 from tools import machine_facts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +57,7 @@ def test_find_sees_each_kind_of_fact_in_any_language():
 
 
 def test_the_core_rows_are_the_names_chapter_07_prints():
-    from mha_lib.chapters.batching import CPU_FACT_NAMES, cpu_facts
+    from mha_chapters.batching import CPU_FACT_NAMES, cpu_facts
 
     assert list(cpu_facts()) == list(CPU_FACT_NAMES)  # every row is in the catalogue, as tr(name) needs
     assert set(machine_facts.CORE_ROWS) <= set(CPU_FACT_NAMES)

@@ -7,9 +7,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 from nbclient import NotebookClient
 
+from mha_chapters.plotting import MASKED_COLOUR
+from mha_chapters.plotting import show_heatmaps as d2l_show_heatmaps
 from mha_lib import valid_lens_mask
-from mha_lib.plotting import MASKED_COLOUR
-from mha_lib.plotting import show_heatmaps as d2l_show_heatmaps
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +31,7 @@ def show_heatmaps(*args, **kwargs):
 def test_show_heatmaps_draws_once_where_it_is_called_in_a_notebook(last_line):
     call = "show_heatmaps(torch.rand(1, 2, 3, 4), 'Keys', 'Queries', titles=['a', 'b'], figsize=(4, 2))"
     more = "" if last_line else "\nx = 1"
-    source = f"%matplotlib inline\nimport torch\nfrom mha_lib import show_heatmaps\n{call}{more}"
+    source = f"%matplotlib inline\nimport torch\nfrom mha_chapters import show_heatmaps\n{call}{more}"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
     NotebookClient(nb, kernel_name="python3", timeout=120).execute()
     images = [output for output in nb.cells[0].outputs if "image/png" in output.get("data", {})]

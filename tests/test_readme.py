@@ -113,7 +113,7 @@ def test_the_sections_that_messages_name_exist():
     english, english_file, chinese_file, chinese = said.groups()
     assert english.lower() in (ROOT / english_file).read_text().lower(), (english, english_file)
     assert chinese in (ROOT / chinese_file).read_text(), (chinese, chinese_file)
-    i18n = (ROOT / "mha_lib" / "i18n.py").read_text()
+    i18n = (ROOT / "mha_chapters" / "i18n.py").read_text()
     assert "the section on Chinese fonts in README.zh-CN.md" in i18n
     assert "中文字体" in anchors(ROOT / "README.zh-CN.md")
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from mha_lib.chapters.scaling import (
+from mha_chapters.scaling import (
     measure_score_variance,
     measure_softmax_saturation,
     plot_score_variance,

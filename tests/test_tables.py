@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from mha_lib.chapters.tables import format_table
+from mha_chapters.tables import format_table
 
 
 def test_format_table_aligns_columns_under_a_rule():
@@ -25,7 +25,7 @@ def test_format_table_rejects_rows_of_the_wrong_length():
 
 
 def test_tenth_names_the_tenth_a_value_lies_in():
-    from mha_lib.chapters.tables import tenth
+    from mha_chapters.tables import tenth
 
     assert [tenth(v) for v in (0.0, 0.244, 0.246, 0.3, 0.999, 1.0)] == [
         "0.0-0.1", "0.2-0.3", "0.2-0.3", "0.3-0.4", "0.9-1.0", "0.9-1.0"]
@@ -38,7 +38,7 @@ def test_a_table_is_its_text_and_shows_in_a_notebook_as_an_html_table():
     """Issue 41, item 2: a browser lays out the columns, whatever width a Chinese character has in its code font."""
     from IPython.core.formatters import DisplayFormatter
 
-    from mha_lib.i18n import set_language
+    from mha_chapters.i18n import set_language
 
     set_language("zh_CN")
     try:

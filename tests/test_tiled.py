@@ -1,4 +1,4 @@
-"""mha_lib.chapters.tiled (chapter 10): online softmax and tiled attention against PyTorch, the memory counts."""
+"""mha_chapters.tiled (chapter 10): online softmax and tiled attention against PyTorch, the memory counts."""
 
 import importlib.util
 import math
@@ -9,8 +9,7 @@ import torch
 import torch.nn.functional as F
 from matplotlib.figure import Figure
 
-from mha_lib import causal_mask, dot_product_attention
-from mha_lib.chapters.tiled import (
+from mha_chapters.tiled import (
     flash_attention_backward,
     flash_attention_forward,
     full_score_bytes,
@@ -26,6 +25,7 @@ from mha_lib.chapters.tiled import (
     tiled_attention,
     tiled_state_bytes,
 )
+from mha_lib import causal_mask, dot_product_attention
 
 ROOT = Path(__file__).resolve().parents[1]
 FLOAT32 = {"atol": 1e-5, "rtol": 1e-5}  # the tolerance stated in chapter 10 for float32

@@ -6,8 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mha_lib import GeneralMultiHeadAttention, MultiHeadAttention
-from mha_lib.chapters.toy import (
+from mha_chapters.toy import (
     IGNORE,
     TwoLookupTask,
     ablate_heads,
@@ -27,6 +26,7 @@ from mha_lib.chapters.toy import (
     subspace_cosines,
     train,
 )
+from mha_lib import GeneralMultiHeadAttention, MultiHeadAttention
 
 
 def small_task_and_data(seed: int = 1):

@@ -2,14 +2,14 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from mha_lib import set_language, transpose_output, transpose_qkv
-from mha_lib.chapters.trace import (
+from mha_chapters.trace import (
     Step,
     draw_transpose_qkv,
     shape_table,
     trace_transpose_output,
     trace_transpose_qkv,
 )
+from mha_lib import set_language, transpose_output, transpose_qkv
 
 # The 10..27 example of chapter 03: 2 sentences, 2 tokens, 4 features, 2 heads.
 X = torch.tensor([[[10, 11, 12, 13], [14, 15, 16, 17]],

@@ -20,10 +20,12 @@ pytestmark = [pytest.mark.wheel, pytest.mark.slow]  # builds a wheel, executes c
 
 WHERE_FROM = """\
 import sys
+import mha_chapters
 import mha_lib
-from mha_lib._bench.records import load_results, results_directory
+from mha_chapters.bench.records import load_results, results_directory
 print("executable", sys.executable)
 print("mha_lib", mha_lib.__file__)
+print("mha_chapters", mha_chapters.__file__)
 print("results", results_directory())
 print("recorded", sorted(load_results()))
 """
@@ -39,6 +41,7 @@ def test_the_wheel_carries_the_recorded_results(wheel_venv):
     out = run([wheel_venv / "bin" / "python", "-c", WHERE_FROM], cwd=wheel_venv.parent)
     lines = dict(line.split(" ", 1) for line in out.splitlines())
     assert Path(lines["mha_lib"]).is_relative_to(wheel_venv), "the checkout's mha_lib shadows the wheel"
+    assert Path(lines["mha_chapters"]).is_relative_to(wheel_venv), "the checkout's mha_chapters shadows the wheel"
     assert Path(lines["results"]).is_relative_to(wheel_venv)
     assert not Path(lines["results"]).is_relative_to(ROOT)
     assert "cpu-2026-11-21.json" in lines["recorded"]

@@ -1,6 +1,6 @@
 """Issue 36: what one head cannot do is a property of all its parameters, checked against weights found by search.
 
-mha_lib.chapters.why_heads_fit: one query must return position 1's content next to position 3's, for random
+mha_chapters.why_heads_fit: one query must return position 1's content next to position 3's, for random
 contents in the same features. Two heads fitted by gradient descent do; one head, searched from several random
 starts, stays above the floor that one plane of outputs leaves.
 """
@@ -8,14 +8,14 @@ starts, stays above the floor that one plane of outputs leaves.
 import pytest
 import torch
 
-from mha_lib import MultiHeadAttention
-from mha_lib.chapters.why_heads_fit import (
+from mha_chapters.why_heads_fit import (
     CONTENT_SIZE,
     fit_layer,
     fit_two_place,
     one_head_floor,
     random_two_place,
 )
+from mha_lib import MultiHeadAttention
 
 
 def test_equal_contents_leave_one_head_no_choice():

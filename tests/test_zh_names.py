@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUES = sorted((ROOT / "translations" / "zh_CN").glob("[0-9][0-9]_*.po"))
-LIBRARY = ROOT / "mha_lib" / "locale" / "zh_CN" / "LC_MESSAGES" / "mha_lib.po"
+PACKAGES = [ROOT / name / "locale" / "zh_CN" / "LC_MESSAGES" / f"{name}.po" for name in ("mha_lib", "mha_chapters")]
 GLOSSARY = ROOT / "translations" / "zh_CN" / "glossary.md"
 SECTION = "### One name per thing: the variants that lost"
 
@@ -42,12 +42,13 @@ def translations(where: str) -> list[tuple[str, str]]:
         if chapter is None or path.name.startswith(f"{chapter}_"):
             found += [(f"{path.name}: {entry.msgid[:50]!r}", entry.msgstr)
                       for entry in polib.pofile(str(path)) if entry.msgstr and not entry.obsolete]
-    for entry in polib.pofile(str(LIBRARY)):
-        files = [file for file, _line in entry.occurrences]
-        if entry.msgstr and not entry.obsolete and (chapter is None or any(
-                file.startswith(f"notebooks/{chapter}_") or file == f"mha_lib/exercises/ch{chapter}.py"
-                for file in files)):
-            found.append((f"{LIBRARY.name}: {entry.msgid[:50]!r}", entry.msgstr))
+    for library in PACKAGES:
+        for entry in polib.pofile(str(library)):
+            files = [file for file, _line in entry.occurrences]
+            if entry.msgstr and not entry.obsolete and (chapter is None or any(
+                    file.startswith(f"notebooks/{chapter}_") or file == f"mha_chapters/exercises/ch{chapter}.py"
+                    for file in files)):
+                found.append((f"{library.name}: {entry.msgid[:50]!r}", entry.msgstr))
     return found
 
 

@@ -53,7 +53,8 @@ def make_wheel_venv(tmp: Path, python: Path | None = None) -> Path:
     """Build the project's wheel in ``tmp`` and install it into the venv ``tmp/venv``, made by ``python`` (default:
     this .venv's base interpreter; it must be Python of the same version); returns the venv."""
     source = tmp / "source"  # build from a copy: the checkout gets no build/ or egg-info
-    shutil.copytree(ROOT / "mha_lib", source / "mha_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("mha_lib", "mha_chapters"):
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "--quiet",

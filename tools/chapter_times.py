@@ -118,7 +118,7 @@ def _one(path: Path) -> None:
 def provenance() -> dict:
     import torch
 
-    from mha_lib._bench.timing import cpuinfo_model
+    from mha_chapters.bench.timing import cpuinfo_model
 
     return {"schema": SCHEMA, "date": datetime.date.today().isoformat(), "torch": torch.__version__,
             "python": platform.python_version(), "platform": platform.platform(), "cpu": cpuinfo_model(),

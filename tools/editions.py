@@ -27,7 +27,7 @@ is a solution cell (schema 3; grade_id ``chNN_exK_answer``) whose code sits betw
 ``### END SOLUTION`` (inside a function's body, after its signature and docstring; comments that state the exercise
 stay above), and each checker cell is a locked, graded test cell (grade_id ``chNN_exK_check``) worth one point per
 checker call. K is the number of the exercise in the chapter's text ("Exercise K"), else its place in the chapter.
-The checkers raise ``AssertionError`` under nbgrader (``mha_lib/exercises/_engine.py``), so the checker cells need
+The checkers raise ``AssertionError`` under nbgrader (``mha_chapters/exercises/_engine.py``), so the checker cells need
 no change to be autograded tests. They are not fit for marks (an answer cell can rebind a checker's name): the
 course of ``make assignments`` (``tools/nbgrader_course.py``) grades with hidden tests instead and keeps the
 checkers as ungraded practice.

@@ -11,16 +11,16 @@ every language. A checked cell must not print them at all: ``check`` (and tests/
 ``make test``) lists them, so the mistake shows on the machine that made it.
 
 What counts as a fact, read from this machine:
-- the CPU model, as ``mha_lib._bench.timing.cpuinfo_model`` reads it from /proc/cpuinfo;
+- the CPU model, as ``mha_chapters.bench.timing.cpuinfo_model`` reads it from /proc/cpuinfo;
 - each data or unified cache, as ``machine_summary`` prints it (``L2 2048K``);
 - the number of logical cores, where it is above 1, in the phrases the chapters print (``2 threads``, ``2 个线程``,
   ``logical_cores  2``, ``torch_threads  2``, ``2 cores``, ``2 个核心``, and the Chinese names of those two table
   rows as mha_lib's catalogue writes them, in a table's plain text and in its HTML); one thread is a setting, not a
   fact of the machine. Every text MIME type is searched alike: ``text/plain``, ``text/html``, SVG.
 
-A recording (a JSON file under ``mha_lib/_bench/results/``) names the machine it was measured on, and a chapter
+A recording (a JSON file under ``mha_chapters/bench/results/``) names the machine it was measured on, and a chapter
 may print that: it is the recording's provenance, not a fact of the machine that executed the notebook. It has
-one form, ``mha_lib._bench.records.recorded_label`` ("recorded on AMD EPYC (cpu, 1 thread), torch 2.13.0+cpu,
+one form, ``mha_chapters.bench.records.recorded_label`` ("recorded on AMD EPYC (cpu, 1 thread), torch 2.13.0+cpu,
 2026-11-21"). ``recorded_labels`` prints that label from every recording's own fields, in English and in every
 language of mha_lib's catalogue; ``find`` and ``scrub`` pass over those exact texts and look at everything else.
 So a chapter executed on the machine that made a recording (an AMD EPYC printing its own AMD EPYC recording)
@@ -44,14 +44,14 @@ ROOT = Path(__file__).resolve().parent.parent
 EDITIONS = ("notebooks", "chapters", "zh-CN/notebooks", "zh-CN/chapters")
 IGNORE_MARK = "NBVAL_IGNORE_OUTPUT"
 CPU_PLACEHOLDER, SIZE_PLACEHOLDER, COUNT_PLACEHOLDER = "‹CPU model›", "‹size›", "‹N›"
-CORE_ROWS = ("logical_cores", "torch_threads")  # rows of chapter 07's CPU table (mha_lib.chapters.batching.cpu_facts)
-LOCALE = ROOT / "mha_lib" / "locale"
+CORE_ROWS = ("logical_cores", "torch_threads")  # rows of chapter 07's CPU table (mha_chapters.batching.cpu_facts)
+LOCALE = ROOT / "mha_chapters" / "locale"
 
 
 def translators() -> list[Callable[[str], str]]:
     """English (the message itself) and the ``gettext`` of each language of mha_lib's catalogue."""
     folders = sorted(LOCALE.iterdir()) if LOCALE.is_dir() else []
-    return [str] + [gettext.translation("mha_lib", LOCALE, [folder.name], fallback=True).gettext for folder in folders]
+    return [str] + [gettext.translation("mha_chapters", LOCALE, [folder.name], fallback=True).gettext for folder in folders]
 
 
 def row_names(names: tuple[str, ...] = CORE_ROWS) -> list[str]:
@@ -61,14 +61,14 @@ def row_names(names: tuple[str, ...] = CORE_ROWS) -> list[str]:
 
 def cpu_model() -> str | None:
     """This machine's CPU model as /proc/cpuinfo names it, or None (no such file: nothing precise to look for)."""
-    from mha_lib._bench.timing import cpuinfo_model  # imports torch: only when asked
+    from mha_chapters.bench.timing import cpuinfo_model  # imports torch: only when asked
 
     return cpuinfo_model()
 
 
 def cache_sizes() -> dict[str, str]:
     """This machine's data and unified caches as ``machine_summary`` names them: ``{"L1d": "48K", "L2": "2048K"}``."""
-    from mha_lib._bench.timing import data_caches
+    from mha_chapters.bench.timing import data_caches
 
     return data_caches()
 
@@ -103,7 +103,7 @@ def recorded_labels(directory: Path | None = None) -> tuple[str, ...]:
     (``runs``) has one label per run, another recording (``flex/``) one label of its top-level fields; a file
     with neither (``explorer/``, whose machine no chapter prints) has none.
     """
-    from mha_lib._bench.records import load_result, provenance, recorded_label, results_directory
+    from mha_chapters.bench.records import load_result, provenance, recorded_label, results_directory
 
     directory = results_directory() if directory is None else directory
     languages = translators()

@@ -108,7 +108,7 @@ MUTANTS = [
     ("flex.py", "slopes.to(h.device)[h]", "slopes[h]", "ALiBi slopes stay on the CPU (D4)", ["tests/test_flex.py"]),
     ("flex.py", "dtype=torch.int64, device=mask.device), pad)", "dtype=torch.int64), pad)",
      "block_tiles builds on the CPU (D4)", ["tests/test_flex.py"]),
-    ("plotting.py", "finite = matrices[matrices.isfinite()]", "finite = matrices",
+    ("../mha_chapters/plotting.py", "finite = matrices[matrices.isfinite()]", "finite = matrices",
      "a NaN cell takes the colour scale (D5)", ["tests/test_plotting.py"]),
 ]
 

@@ -3,12 +3,12 @@
     python -m tools.translate update [LANG]   # refresh translations/LANG/*.po from the English notebooks/
     python -m tools.translate check [LANG]    # list the blocks that are untranslated or stale; exit 1 if any
     python -m tools.translate build [LANG]    # write the translated notebooks (zh-CN/notebooks/), outputs cleared
-    python -m tools.translate update-lib [LANG]  # refresh mha_lib's message catalogue and compile it (.mo)
+    python -m tools.translate update-lib [LANG]  # refresh mha_lib's and mha_chapters' catalogues, compile them
 
 The translated edition has the English notebook's code cells, the same code with their comments and docstrings
 translated (tools/code_text.py finds them with Python's tokenizer), but for the Colab install cell (the
 language's own, from tools/colab.py), and one more code cell after it, tagged ``language``, that switches
-mha_lib's printed messages to the language. ``make
+what mha_lib and mha_chapters print to the language. ``make
 zh`` builds it and executes it; ``tests/test_translations.py`` fails when a committed translated notebook is
 not what ``build`` makes, or when a catalogue is incomplete or stale.
 
@@ -29,13 +29,15 @@ the cell a reader types into. Poedit, Lokalize or any text editor can edit the c
 A cell's speaker notes for the lecture decks (cell metadata ``lecture.notes``, tools/lecture/deck.py) are one
 message each, translated into the same catalogue.
 
-mha_lib's own messages (the checkers' verdicts and hints, table headers, widget labels, figure text) are marked
-in the source as ``_("English")``, ``N_("English")`` or ``figure_text("English")`` (see mha_lib/i18n.py).
-``update-lib`` extracts every such literal with ``ast`` into ``mha_lib/locale/LANG/LC_MESSAGES/mha_lib.po`` by the
-same rules (an unchanged message keeps its translation, a changed one becomes a fuzzy draft with ``#| msgid``) and
-compiles ``mha_lib.mo`` beside it, which is committed so that the package needs no polib. ``check`` checks that
-catalogue too: every marked message present and translated, none fuzzy, the same ``{placeholders}`` in the
-translation, the ``.mo`` up to date.
+The packages' own messages are marked in the source as ``_("English")``, ``N_("English")`` or
+``figure_text("English")`` (see mha_lib/i18n.py and mha_chapters/i18n.py): mha_lib's errors, and mha_chapters'
+checkers' verdicts and hints, table headers, widget labels and figure text. Each package has its own catalogue,
+``PACKAGE/locale/LANG/LC_MESSAGES/PACKAGE.po``; mha_chapters' also holds what the chapters' code cells print
+(``tr``, ``figure_text``). ``update-lib`` extracts every such literal with ``ast`` by the same rules (an unchanged
+message keeps its translation, a changed one becomes a fuzzy draft with ``#| msgid``) and compiles the ``.mo``
+beside each, which is committed so that the packages need no polib. ``check`` checks those catalogues too: every
+marked message present and translated, none fuzzy, the same ``{placeholders}`` in the translation, the ``.mo`` up
+to date.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ LANGUAGES = {"zh_CN": "Simplified Chinese"}
 EDITIONS = {"zh_CN": ROOT / "zh-CN" / "notebooks"}  # where each language's notebooks are written
 LANGUAGE_TAG = "language"
 LANGUAGE_CELL = {
-    "zh_CN": 'import mha_lib\n\nmha_lib.set_language("zh_CN")  # 练习检查器、表格和图中的文字使用中文',
+    "zh_CN": 'import mha_chapters\n\nmha_chapters.set_language("zh_CN")  # 练习检查器、表格和图中的文字使用中文',
 }
 WORD = re.compile(r"[A-Za-z]{2,}")
 FORMULA = re.compile(r"\$\$.*?\$\$|\$[^$]*\$", flags=re.DOTALL)
@@ -233,7 +235,9 @@ def build(language: str) -> list[Path]:
 
 
 LIBRARY = ROOT / "mha_lib"
-MARKERS = ("_", "N_", "tr", "figure_text")  # the functions of mha_lib.i18n that mark a message
+CHAPTERS = ROOT / "mha_chapters"  # its catalogue also holds the chapters' code cells' messages
+PACKAGES = (LIBRARY, CHAPTERS)
+MARKERS = ("_", "N_", "tr", "figure_text")  # the functions of mha_lib.i18n and mha_chapters.i18n that mark one
 PLACEHOLDER = re.compile(r"{([^{}]*)}")
 
 
@@ -249,8 +253,8 @@ def library_messages(package: Path = LIBRARY) -> dict[str, list[tuple[str, str]]
     """Every marked literal of the package, then of the chapters' code cells: message -> [(file, line), ...].
 
     A chapter's message is found at (notebook, ``cell N``): what its code cells print and draw in the reader's
-    language. It shares the library's catalogue, so one message has one translation everywhere. (The chapters
-    are mha_lib's own; another package, as in the tests, has none.)
+    language. It shares mha_chapters' catalogue, so one message has one translation in the chapters and their
+    helpers. (Another package, mha_lib or one made by the tests, has none.)
     """
     from IPython.core.inputtransformer2 import TransformerManager  # turns %magic and !shell lines into Python
 
@@ -259,7 +263,7 @@ def library_messages(package: Path = LIBRARY) -> dict[str, list[tuple[str, str]]
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for message, line in marked_literals(tree):
             found.setdefault(message, []).append((path.relative_to(package.parent).as_posix(), str(line)))
-    for notebook in sorted(SOURCE.glob("[0-9][0-9]_*.ipynb")) if package == LIBRARY else []:
+    for notebook in sorted(SOURCE.glob("[0-9][0-9]_*.ipynb")) if package == CHAPTERS else []:
         for index, cell in enumerate(nbformat.read(notebook, as_version=4).cells):
             if cell.cell_type == "code":
                 tree = ast.parse(TransformerManager().transform_cell(cell.source))
@@ -269,7 +273,7 @@ def library_messages(package: Path = LIBRARY) -> dict[str, list[tuple[str, str]]
 
 
 def library_catalogue_path(language: str, package: Path = LIBRARY) -> Path:
-    return package / "locale" / language / "LC_MESSAGES" / "mha_lib.po"
+    return package / "locale" / language / "LC_MESSAGES" / f"{package.name}.po"
 
 
 def placeholders(message: str) -> list[str]:
@@ -281,7 +285,7 @@ def update_library_catalogue(language: str, package: Path = LIBRARY) -> polib.PO
     """Merge the package's marked messages into its PO catalogue and compile the ``.mo`` beside it."""
     path = library_catalogue_path(language, package)
     catalogue = merge_catalogue(path, list(library_messages(package).items()),
-                                {"Project-Id-Version": "mha_lib", "Language": language,
+                                {"Project-Id-Version": package.name, "Language": language,
                                  "Plural-Forms": "nplurals=1; plural=0;"})
     catalogue.save_as_mofile(str(path.with_suffix(".mo")))
     return catalogue
@@ -290,13 +294,13 @@ def update_library_catalogue(language: str, package: Path = LIBRARY) -> polib.PO
 def compiled(catalogue: polib.POFile) -> bytes:
     """The ``.mo`` bytes of a catalogue (fuzzy and untranslated entries are left out, as msgfmt does)."""
     with tempfile.TemporaryDirectory() as folder:
-        target = Path(folder) / "mha_lib.mo"
+        target = Path(folder) / "catalogue.mo"
         catalogue.save_as_mofile(str(target))
         return target.read_bytes()
 
 
 def library_problems(language: str, package: Path = LIBRARY) -> list[str]:
-    """Why mha_lib's catalogue is not ready: a marked message missing, untranslated, fuzzy, placeholders that
+    """Why a package's catalogue is not ready: a marked message missing, untranslated, fuzzy, placeholders that
     differ, or a ``.mo`` that is not the compiled ``.po``."""
     path = library_catalogue_path(language, package)
     if not path.exists():
@@ -330,9 +334,11 @@ def main(argv: list[str]) -> int:
             print(f"{path.relative_to(ROOT)} written (outputs kept where no code changed; make zh executes it)")
         return 0
     if argv[0] == "update-lib":
-        catalogue = update_library_catalogue(language)
-        found = library_problems(language)
-        print(f"{library_catalogue_path(language).relative_to(ROOT)}: {len(catalogue)} messages, {len(found)} to do")
+        for package in PACKAGES:
+            catalogue = update_library_catalogue(language, package)
+            found = library_problems(language, package)
+            print(f"{library_catalogue_path(language, package).relative_to(ROOT)}: {len(catalogue)} messages, "
+                  f"{len(found)} to do")
         return 0
     failures = 0
     for notebook in sorted(SOURCE.glob("[0-9][0-9]_*.ipynb")):
@@ -351,10 +357,10 @@ def main(argv: list[str]) -> int:
         if argv[0] == "check":
             for line in found:
                 print("  " + line)
-    if argv[0] == "check":
-        found = library_problems(language)
+    for package in PACKAGES if argv[0] == "check" else ():
+        found = library_problems(language, package)
         failures += len(found)
-        print(f"{library_catalogue_path(language).relative_to(ROOT)}: {len(found)} to do")
+        print(f"{library_catalogue_path(language, package).relative_to(ROOT)}: {len(found)} to do")
         for line in found:
             print("  " + line)
     return 1 if argv[0] == "check" and failures else 0

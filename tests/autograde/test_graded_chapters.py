@@ -12,7 +12,7 @@ the variants are not the public ones), and four notebooks are submitted:
 nbgrader autogrades them; the scores must be full (after a teaching assistant grades the written answer), strictly
 between, zero and zero. The cheat's tricks, each of which gave marks to a checker-based test or would to a naive
 hidden test: rebinding every ``check_...`` name; replacing the checkers (and the engine's ``report``) inside
-``mha_lib.exercises``; rebinding ``AssertionError`` (globally and in ``builtins``); ``torch.allclose``/
+``mha_chapters.exercises``; rebinding ``AssertionError`` (globally and in ``builtins``); ``torch.allclose``/
 ``torch.equal``/``Tensor.__eq__`` that always agree; shadowing ``len``/``range``/``zip`` with functions that make
 loops empty; an IPython exception handler that swallows ``AssertionError``; functions that display a number (nbgrader
 reads a test cell's displayed number as partial credit); emptying the locked test cells (nbgrader restores them).
@@ -66,7 +66,7 @@ for _name in list(globals()):
     if _name.startswith("check_"):
         globals()[_name] = _pass
 for _module in list(sys.modules.values()):
-    if getattr(_module, "__name__", "").startswith("mha_lib.exercises"):
+    if getattr(_module, "__name__", "").startswith("mha_chapters.exercises"):
         for _name in dir(_module):
             if _name.startswith("check_") or _name == "report":
                 setattr(_module, _name, _pass)

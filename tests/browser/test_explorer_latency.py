@@ -22,7 +22,7 @@ option to the same option, and counts by the median of its three timings: the te
 again, not on one pause. On a machine whose load average exceeds its CPU count a miss is reported as an expected
 failure (xfail) with the numbers. The median and the worst (first timings), per option and overall, the re-timed
 changes and the worst median are written with the machine's description to ``build/explorer-latency.json``; with
-``MHA_RECORD_LATENCY=1`` also to ``mha_lib/_bench/results/explorer/browser-<date>.json``, the recording that
+``MHA_RECORD_LATENCY=1`` also to ``mha_chapters/bench/results/explorer/browser-<date>.json``, the recording that
 benchmarks/README.md quotes.
 """
 
@@ -51,8 +51,8 @@ from lab_helpers import (
 )
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from mha_lib._bench.timing import machine_summary
-from mha_lib.chapters.explorer import divisors
+from mha_chapters.bench.timing import machine_summary
+from mha_chapters.explorer import divisors
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPLORER = "05_interactive_explorer.ipynb"
@@ -64,7 +64,7 @@ TARGET_MS = 100.0
 LIMIT_MS = 1.5 * TARGET_MS
 ROUNDS = 5  # timed rounds, each up through every option and back down, after one untimed warm-up round
 RETIMINGS = 2  # a change over the target is timed this many more times; the median of its timings counts
-RECORDING = ROOT / "mha_lib" / "_bench" / "results" / "explorer"
+RECORDING = ROOT / "mha_chapters" / "bench" / "results" / "explorer"
 
 # Armed before a drag: resolves, once the heatmaps for `heads` heads have been painted, to the three moments
 # (ms on performance.now): the release of the mouse button, the replacement of the SVG, the paint after it.

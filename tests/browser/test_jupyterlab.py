@@ -1,7 +1,7 @@
 """The collection as a reader meets it: the reader edition chapters/ in JupyterLab in a real (headless) Chromium.
 
 Run with ``make test-browser`` (not part of ``make test-unit``). Screenshots of each step are saved in
-``build/screenshots/``. What chapter 05's explorer promises the test (``mha_lib.chapters.explorer.explorer()``):
+``build/screenshots/``. What chapter 05's explorer promises the test (``mha_chapters.explorer.explorer()``):
 
 - the container has the DOM class ``mha-explorer``; each control has ``mha-control-<description>``:
   sliders ``num_hiddens``, ``num_heads`` (a SelectionSlider over the divisors of num_hiddens), ``batch_size``,
@@ -9,7 +9,7 @@ Run with ``make test-browser`` (not part of ``make test-unit``). Screenshots of 
 - ``mha-trace`` is an HTML table, one ``<tr>`` per step, the shape as a tuple in the last column; the split
   heads rows read ``(batch_size*num_heads, n, head_dim)``, the weights row
   ``(batch_size*num_heads, num_queries, num_kvpairs)``;
-- ``mha-heatmaps`` is one inline SVG (``mha_lib.chapters.explorer.heatmaps_svg``) with one ``<g id="head-h">``
+- ``mha-heatmaps`` is one inline SVG (``mha_chapters.explorer.heatmaps_svg``) with one ``<g id="head-h">``
   per head, holding exactly one ``<image>``: a PNG of the first sequence's weights on a fixed 0..1 scale,
   row i = query i, and a masked key in one grey that the scale never takes, the same in every panel;
 - a change of a control re-renders these in place.

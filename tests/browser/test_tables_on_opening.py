@@ -2,7 +2,7 @@
 
 A table printed as text aligns its columns only in a font where a Chinese character is exactly two Latin columns
 wide; JupyterLab's code font is not such a font, so the columns right of Chinese text drifted. The chapters display
-their tables (mha_lib.chapters.tables.Table): the output stores the text (``text/plain``, what nbval compares) and
+their tables (mha_chapters.tables.Table): the output stores the text (``text/plain``, what nbval compares) and
 an HTML ``<table>``. JupyterLab sanitises the HTML of an untrusted notebook, as every reader's clone is, but keeps a
 table. This test opens chapter 06 of ``zh-CN/chapters/`` untrusted, runs nothing, and checks each stored table: it is
 drawn as a table of the stored size, with its Chinese headers, and the cells of each column start at the same x.
