@@ -1,0 +1,171 @@
+"""Was the machine quiet while we timed? Each stored timing carries the answer, and the tools refuse one that was not.
+
+    with watch_machine() as machine:      # the timings of one cell
+        ratios = paired_speedups(slow, fast, "cpu")
+    machine.report()                      # "the machine while timing: load average 0.31 at the start; ..."
+
+A timing records the cost of the code it times only when nothing else competes for the cores. Two numbers say
+whether something did, both from Linux's ``/proc/stat`` less this process's own CPU time:
+
+- **other processes before**: the cores that everything else kept busy in the second before the timings started
+  (the rule: at most ``QUIET_BEFORE``, half a core). The 1-minute load average is reported beside it, but it also
+  counts this process's own earlier work (a chapter's previous cell), so it is not the test;
+- **other processes during**: the cores that everything else used while the timings ran (at most
+  ``QUIET_DURING``, a tenth of a core).
+
+``report`` shows them with the threads, PyTorch's version, the date and the device, and attaches them to the cell's
+output as metadata (``PROVENANCE_KEY``), so that ``tools/quiet.py --check`` and the tests can read every stored
+timing's provenance in any language. When a notebook is executed for its stored outputs (``make outputs``), the
+watch first waits, up to ``WAIT_S`` seconds, for the other processes to fall quiet; a reader's own run never waits,
+and its report says how busy the reader's machine was. Where ``/proc/stat`` does not exist (macOS, Windows) the
+other processes are not measured, and the report says so.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from ..i18n import _, _executed_unattended
+from .timing import threads_text
+
+__all__ = ["PROVENANCE_KEY", "QUIET_BEFORE", "QUIET_DURING", "MachineWatch", "Provenance", "busy_cores",
+           "watch_machine"]
+
+QUIET_BEFORE = 0.5  # cores other processes may keep busy in the second before a stored timing starts
+QUIET_DURING = 0.1  # cores other processes may use while it runs
+SAMPLE_S = 1.0  # how long "before" is
+WAIT_S = 120.0  # how long an unattended run waits for quiet before timing anyway (the check then refuses it)
+PROVENANCE_KEY = "mha_notebooks/timing_provenance"  # the output metadata that carries it
+_BUSY_FIELDS = (0, 1, 2, 5, 6)  # /proc/stat's user, nice, system, irq, softirq (not idle, iowait, steal or guest)
+
+
+def _machine_cpu_s() -> float | None:
+    """CPU seconds every process on the machine has used since boot (busy time only), or None without /proc/stat."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    return sum(int(fields[i]) for i in _BUSY_FIELDS) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s() -> float:
+    """CPU seconds this process (every thread) and its finished children have used."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+@dataclass(frozen=True)
+class _Sample:
+    wall_s: float
+    machine_s: float | None
+    own_s: float
+
+    @classmethod
+    def now(cls) -> _Sample:
+        return cls(time.perf_counter(), _machine_cpu_s(), _own_cpu_s())
+
+
+def busy_cores(start: _Sample, end: _Sample) -> float | None:
+    """The cores that processes other than this one kept busy between two samples, on average; None unmeasured.
+
+    The kernel counts CPU time in ticks (a hundredth of a second), so a short interval reads a few hundredths of a
+    core high or low; never below 0.
+    """
+    if start.machine_s is None or end.machine_s is None:
+        return None
+    others = (end.machine_s - start.machine_s) - (end.own_s - start.own_s)
+    return max(0.0, others / max(end.wall_s - start.wall_s, 1e-9))
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """How quiet the machine was while one cell's timings ran, with what they ran on."""
+
+    load_average: float | None  # the 1-minute load average at the start (this process's own work included)
+    others_before: float | None  # cores other processes kept busy in the second before
+    others_during: float | None  # cores other processes used during the timings
+    threads: int
+    torch: str
+    date: str
+    device: str
+
+    def problems(self) -> list[str]:
+        """Why this timing must not be stored (empty when the machine was quiet, or could not be measured)."""
+        found = []
+        if self.others_before is not None and self.others_before > QUIET_BEFORE:
+            found.append(_("other processes kept {cores:.2f} cores busy before the timings started (at most "
+                           "{limit})").format(cores=self.others_before, limit=QUIET_BEFORE))
+        if self.others_during is not None and self.others_during > QUIET_DURING:
+            found.append(_("other processes used {cores:.2f} cores during the timings (at most {limit})").format(
+                cores=self.others_during, limit=QUIET_DURING))
+        return found
+
+    def text(self) -> str:
+        """One line for the reader, in their language."""
+        facts = {"threads": threads_text(self.threads), "torch": self.torch, "device": self.device, "date": self.date}
+        if self.others_during is None:
+            return _("the machine while timing: other processes not measured here (no /proc/stat); {threads}, "
+                     "torch {torch}, {device}, {date}").format(**facts)
+        load = "?" if self.load_average is None else f"{self.load_average:.2f}"
+        return _("the machine while timing: other processes used {before:.2f} cores before and {during:.2f} "
+                 "during (load average {load}); {threads}, torch {torch}, {device}, {date}").format(
+            before=self.others_before, during=self.others_during, load=load, **facts)
+
+
+class MachineWatch:
+    """What ``watch_machine`` yields: after the ``with`` block, ``provenance`` holds the measurement."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.provenance: Provenance | None = None
+        self._load: float | None = None
+        self._before: float | None = None
+        self._start: _Sample | None = None
+
+    def __enter__(self) -> MachineWatch:
+        deadline = time.monotonic() + (WAIT_S if _executed_unattended() else 0.0)
+        while True:
+            first = _Sample.now()
+            time.sleep(SAMPLE_S)
+            self._start = _Sample.now()
+            self._before = busy_cores(first, self._start)
+            if self._before is None or self._before <= QUIET_BEFORE or time.monotonic() >= deadline:
+                break
+        self._load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.provenance = Provenance(
+            load_average=_rounded(self._load), others_before=_rounded(self._before),
+            others_during=_rounded(busy_cores(self._start, _Sample.now())), threads=torch.get_num_threads(),
+            torch=torch.__version__, date=datetime.date.today().isoformat(), device=self.device)
+
+    def report(self) -> None:
+        """Show the provenance line; in a notebook, with the provenance as the output's metadata."""
+        if self.provenance is None:
+            raise RuntimeError(_("report() comes after the `with watch_machine() as machine:` block"))
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+        except ImportError:
+            get_ipython = None  # noqa: N806 (no IPython: a plain script)
+        if get_ipython is not None and get_ipython() is not None:
+            display({"text/plain": self.provenance.text()}, raw=True,
+                    metadata={PROVENANCE_KEY: asdict(self.provenance)})
+        else:
+            print(self.provenance.text())
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def watch_machine(device: str = "cpu") -> MachineWatch:
+    """A context manager that measures how busy the rest of the machine is while its block times something."""
+    return MachineWatch(str(device))
