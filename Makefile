@@ -167,6 +167,7 @@ outputs: $(STAMP) ## re-execute every notebook in place, each in a fresh kernel,
 	$(SCRUB) $(NOTEBOOKS)
 	$(MAKE) editions
 	$(MAKE) zh
+	$(BIN)/python -m tools.quiet --check $(NOTEBOOKS) $(CHAPTERS) $(ZH_NOTEBOOKS) $(ZH_CHAPTERS)
 
 # tools/editions.py: refresh nbgrader's metadata in notebooks/ (a no-op unless an exercise was added or changed),
 # then their slide metadata (slide breaks depend on how tall cells and outputs are: tools/lecture), write the reader

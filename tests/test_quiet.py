@@ -1,5 +1,12 @@
-"""tools/quiet.py: make outputs waits for a quiet machine before it stores timings, and gives up with a message."""
+"""tools/quiet.py and mha_chapters.bench.quiet: make outputs waits for a quiet machine before it stores timings, every
+stored timing carries how busy the rest of the machine was, and the check refuses one made on a busy machine."""
 
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from mha_chapters.bench import quiet as watch
 from tools import quiet
 
 
@@ -35,8 +42,102 @@ def test_it_gives_up_after_the_timeout_with_a_message_naming_the_load(monkeypatc
 
 
 def test_make_outputs_waits_before_it_executes():
-    from pathlib import Path
-
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     recipe = makefile.split("\noutputs:", 1)[1].split("\n\n", 1)[0]
     assert recipe.index("tools.quiet") < recipe.index("$(EXECUTE)")
+
+
+# --- the provenance of every stored timing (issue 51 item 1) ---------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+EDITIONS = [ROOT / "notebooks", ROOT / "chapters", ROOT / "zh-CN" / "notebooks", ROOT / "zh-CN" / "chapters"]
+STORED = sorted(path for folder in EDITIONS for path in folder.glob("[0-9][0-9]_*.ipynb"))
+
+
+def sample(wall_s, machine_s, own_s):
+    return watch._Sample(wall_s=wall_s, machine_s=machine_s, own_s=own_s)
+
+
+def test_busy_cores_counts_the_others_cpu_time_less_this_processs_own():
+    # 2 s of wall time; the machine used 3 CPU seconds, this process 2.6 of them: others kept 0.2 cores busy
+    assert watch.busy_cores(sample(10.0, 100.0, 5.0), sample(12.0, 103.0, 7.6)) == pytest.approx(0.2)
+    assert watch.busy_cores(sample(0.0, 1.0, 0.0), sample(1.0, 1.0, 0.5)) == 0.0  # ticks round: never negative
+    assert watch.busy_cores(sample(0.0, None, 0.0), sample(1.0, None, 0.5)) is None  # no /proc/stat
+
+
+def provenance(**changed):
+    fields = dict(load_average=1.2, others_before=0.1, others_during=0.02, threads=1, torch="2.13.0+cpu",
+                  date="2026-12-02", device="cpu")
+    return watch.Provenance(**{**fields, **changed})
+
+
+def test_the_rule_refuses_a_busy_start_or_busy_run_and_ignores_the_load_average():
+    assert provenance().problems() == []  # load average 1.2: this process's own earlier work, not the test
+    [before] = provenance(others_before=0.51).problems()
+    assert "0.51 cores busy before" in before and "at most 0.5" in before
+    [during] = provenance(others_during=0.11).problems()
+    assert "0.11 cores during" in during and "at most 0.1" in during
+    assert provenance(others_before=None, others_during=None).problems() == []  # unmeasured: said in the text
+    assert "not measured" in provenance(others_before=None, others_during=None).text()
+
+
+def test_the_watch_measures_this_machine_and_reports_it(capsys):
+    machine = watch.watch_machine()
+    sum(i * i for i in range(200_000))  # this process's own work: not counted as the others'
+    machine.report()
+    result = machine.provenance
+    assert result.threads >= 1 and result.device == "cpu" and result.torch
+    if Path("/proc/stat").exists():
+        assert result.others_before is not None and result.others_during is not None
+        assert 0 <= result.others_during <= __import__("os").cpu_count()
+    assert capsys.readouterr().out.startswith("the machine while timing: ")
+    assert machine.stop() is result  # the first stop ends the watch
+
+
+def test_an_unattended_run_waits_for_quiet_a_reader_never(monkeypatch):
+    busy = iter([0.9, 0.8, 0.3])
+    monkeypatch.setattr(watch, "busy_cores", lambda start, end: next(busy))
+    monkeypatch.setattr(watch.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(watch, "_executed_unattended", lambda: True)
+    assert watch.watch_machine()._before == 0.3  # waited through 0.9 and 0.8
+    busy = iter([0.9])
+    monkeypatch.setattr(watch, "_executed_unattended", lambda: False)
+    assert watch.watch_machine()._before == 0.9  # a reader's run starts at once, and its report says 0.9
+
+
+def notebook_with(source, provenance_fields=None):
+    cell = nbformat.v4.new_code_cell(source)
+    if provenance_fields is not None:
+        cell.outputs = [nbformat.v4.new_output("display_data", data={"text/plain": "..."},
+                                               metadata={watch.PROVENANCE_KEY: provenance_fields})]
+    return nbformat.v4.new_notebook(cells=[cell])
+
+
+@pytest.mark.parametrize(("source", "fields", "expected"), [
+    ("# NBVAL_IGNORE_OUTPUT\nmachine = watch_machine()\nmedian_time(f, 'cpu')\nmachine.report()",
+     vars(provenance()), []),
+    ("# NBVAL_IGNORE_OUTPUT\nmachine = watch_machine()\nmedian_time(f, 'cpu')\nmachine.report()",
+     vars(provenance(others_during=0.4)), ["cores during the timings"]),
+    ("# NBVAL_IGNORE_OUTPUT\npaired_times(f, g)", None, ["times without watch_machine()"]),
+    ("# NBVAL_IGNORE_OUTPUT\nmachine = watch_machine()\npaired_times(f, g)", {}, ["without the report"]),
+    ("assert paired_speedups(f, g)[0] > 1", None, []),  # a checked cell stores no timing
+], ids=["quiet", "busy", "unwatched", "unreported", "checked"])
+def test_the_check_of_stored_timings(tmp_path, source, fields, expected):
+    path = tmp_path / "07_x.ipynb"
+    notebook = notebook_with(source, fields)
+    if fields == {}:
+        notebook.cells[0].outputs = [nbformat.v4.new_output("stream", text="12.3 ms\n")]
+    nbformat.write(notebook, path)
+    found = quiet.stored_problems(path)
+    assert len(found) == len(expected) and all(want in got for want, got in zip(expected, found, strict=True))
+
+
+@pytest.mark.parametrize("path", STORED, ids=lambda path: path.relative_to(ROOT).as_posix())
+def test_every_stored_timing_was_made_on_a_quiet_machine(path):
+    assert quiet.stored_problems(path) == []
+
+
+def test_make_outputs_checks_the_stored_timings_after_it_executes():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("\noutputs:", 1)[1].split("\n\n", 1)[0]
+    assert recipe.rindex("tools.quiet --check") > recipe.rindex("$(MAKE) zh")

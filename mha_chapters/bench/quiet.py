@@ -1,8 +1,8 @@
 """Was the machine quiet while we timed? Each stored timing carries the answer, and the tools refuse one that was not.
 
-    with watch_machine() as machine:      # the timings of one cell
-        ratios = paired_speedups(slow, fast, "cpu")
-    machine.report()                      # "the machine while timing: load average 0.31 at the start; ..."
+    machine = watch_machine()            # from here ...
+    ratios = paired_speedups(slow, fast, "cpu")
+    machine.report()                     # ... to here: "the machine while timing: other processes used 0.02 ..."
 
 A timing records the cost of the code it times only when nothing else competes for the cores. Two numbers say
 whether something did, both from Linux's ``/proc/stat`` less this process's own CPU time:
@@ -119,7 +119,8 @@ class Provenance:
 
 
 class MachineWatch:
-    """What ``watch_machine`` yields: after the ``with`` block, ``provenance`` holds the measurement."""
+    """What ``watch_machine`` returns, watching already; ``stop`` (or ``report``) ends the watch and sets
+    ``provenance``. Also a context manager: ``with watch_machine() as machine:`` stops at the end of the block."""
 
     def __init__(self, device: str) -> None:
         self.device = device
@@ -128,7 +129,8 @@ class MachineWatch:
         self._before: float | None = None
         self._start: _Sample | None = None
 
-    def __enter__(self) -> MachineWatch:
+    def start(self) -> MachineWatch:
+        """Wait for quiet if this run's outputs are to be stored, sample the second before, start watching."""
         deadline = time.monotonic() + (WAIT_S if _executed_unattended() else 0.0)
         while True:
             first = _Sample.now()
@@ -140,26 +142,34 @@ class MachineWatch:
         self._load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def stop(self) -> Provenance:
+        """End the watch (the first call does) and return the provenance."""
+        if self.provenance is not None:
+            return self.provenance
         self.provenance = Provenance(
             load_average=_rounded(self._load), others_before=_rounded(self._before),
             others_during=_rounded(busy_cores(self._start, _Sample.now())), threads=torch.get_num_threads(),
             torch=torch.__version__, date=datetime.date.today().isoformat(), device=self.device)
+        return self.provenance
+
+    def __enter__(self) -> MachineWatch:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
     def report(self) -> None:
-        """Show the provenance line; in a notebook, with the provenance as the output's metadata."""
-        if self.provenance is None:
-            raise RuntimeError(_("report() comes after the `with watch_machine() as machine:` block"))
+        """End the watch and show its provenance: one line, and in a notebook the provenance as output metadata."""
+        provenance = self.stop()
         try:
             from IPython import get_ipython
             from IPython.display import display
         except ImportError:
             get_ipython = None  # noqa: N806 (no IPython: a plain script)
         if get_ipython is not None and get_ipython() is not None:
-            display({"text/plain": self.provenance.text()}, raw=True,
-                    metadata={PROVENANCE_KEY: asdict(self.provenance)})
+            display({"text/plain": provenance.text()}, raw=True, metadata={PROVENANCE_KEY: asdict(provenance)})
         else:
-            print(self.provenance.text())
+            print(provenance.text())
 
 
 def _rounded(value: float | None) -> float | None:
@@ -167,5 +177,5 @@ def _rounded(value: float | None) -> float | None:
 
 
 def watch_machine(device: str = "cpu") -> MachineWatch:
-    """A context manager that measures how busy the rest of the machine is while its block times something."""
-    return MachineWatch(str(device))
+    """Start watching how busy the rest of the machine is while this cell times something on ``device``."""
+    return MachineWatch(str(device)).start()
