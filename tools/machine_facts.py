@@ -49,9 +49,10 @@ LOCALE = ROOT / "mha_chapters" / "locale"
 
 
 def translators() -> list[Callable[[str], str]]:
-    """English (the message itself) and the ``gettext`` of each language of mha_lib's catalogue."""
+    """English (the message itself) and the ``gettext`` of each language of mha_chapters' catalogue."""
     folders = sorted(LOCALE.iterdir()) if LOCALE.is_dir() else []
-    return [str] + [gettext.translation("mha_chapters", LOCALE, [folder.name], fallback=True).gettext for folder in folders]
+    return [str] + [gettext.translation("mha_chapters", LOCALE, [folder.name], fallback=True).gettext
+                    for folder in folders]
 
 
 def row_names(names: tuple[str, ...] = CORE_ROWS) -> list[str]:
