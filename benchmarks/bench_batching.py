@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from mha_chapters.bench.quiet import watch_machine
 from mha_chapters.bench.records import make_result, results_directory, save_result
 from mha_chapters.bench.sweeps import BatchSweep, LengthSweep, measure_device
 
@@ -60,6 +61,8 @@ def main(argv: list[str] | None = None) -> Path:
     devices = ["cpu"] if args.device == "cpu" else [args.device, "cpu"]
     min_run_time = 0.01 if args.quick else args.min_run_time
 
+    # into the chapters' recordings: first wait up to two minutes for the other processes to fall quiet
+    machine = watch_machine(wait=args.out is None)
     runs = []
     for device in devices:
         # one set of sizes for every device of a run, so that the GPU and its CPU are compared like for like
@@ -79,7 +82,8 @@ def main(argv: list[str] | None = None) -> Path:
 
     command = " ".join(["python", "benchmarks/bench_batching.py", *map(shlex.quote, sys.argv[1:] if argv is None
                                                                          else argv)])
-    path = save_result(make_result(runs, command, min_run_time), args.out)
+    machine.report()  # save_result refuses to add a result timed while other processes were busy to the chapters
+    path = save_result(make_result(runs, command, min_run_time, machine.stop()), args.out)
     print(f"wrote {path.name}")
     return path
 

@@ -40,6 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils import benchmark
 
+from mha_chapters.bench.quiet import require_quiet, watch_machine
 from mha_chapters.bench.timing import device_name, machine_summary
 from mha_lib import set_seed
 from mha_lib.flex import SKIPPED, block_tiles, dense_mask, flex_attention_available, sliding_window_mask_mod
@@ -97,6 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     pairs = 3 if args.quick else args.pairs
     set_seed(0)
     load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    machine = watch_machine(wait=args.record)  # a recording waits up to two minutes for the others to fall quiet
     print(f"torch {torch.__version__}, {machine_summary()}, batch "
           f"{BATCH_SIZE}, {NUM_HEADS} heads, head_dim {HEAD_DIM}, float32, inference, block {BLOCK_SIZE}")
     rows, compile_s = [], {}
@@ -140,7 +142,10 @@ def main(argv: list[str] | None = None) -> None:
         for n in seq_lens:
             fresh_s[n] = fresh_first_call(n, torch.get_num_threads())
             print(f"first compiled call at n={n} in a fresh process, empty cache: {fresh_s[n]:.1f} s")
+    machine.report()
     if args.record:
+        path = RESULTS / f"cpu-{datetime.date.today().isoformat()}.json"
+        require_quiet(machine.provenance.others_before, machine.provenance.others_during, path.name)
         record = {
             "what": "causal sliding-window self-attention, chapter 11 (benchmarks/bench_flex.py)",
             "device": "cpu", "device_name": device_name("cpu"), "machine": machine_summary(),
@@ -149,15 +154,16 @@ def main(argv: list[str] | None = None) -> None:
             "command": "python benchmarks/bench_flex.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             "sizes": {"batch_size": BATCH_SIZE, "num_heads": NUM_HEADS, "head_dim": HEAD_DIM, "block_size": BLOCK_SIZE},
             "pairs": pairs, "number": args.number, "min_measurement_s": 0.05,
-            "note": "a shared machine, other jobs running: ratios are steadier than times; no GPU was measured",
+            "note": "no GPU was measured",
             "load_average_1min": [None if load is None else round(load, 2) for load in
                                   (load_before, os.getloadavg()[0] if hasattr(os, "getloadavg") else None)],
+            "others_before_cores": machine.provenance.others_before,
+            "others_during_cores": machine.provenance.others_during,
             "compile_s": {str(n): round(s, 1) for n, s in compile_s.items()},
             "compile_fresh_s": {str(n): round(s, 1) for n, s in fresh_s.items()},
             "rows": rows,
         }
         RESULTS.mkdir(parents=True, exist_ok=True)
-        path = RESULTS / f"cpu-{record['date']}.json"
         path.write_text(json.dumps(record, indent=1) + "\n")
         print(f"recorded {path.relative_to(RESULTS.parents[3])}")
 

@@ -34,8 +34,8 @@ import torch
 from ..i18n import _, _executed_unattended
 from .timing import threads_text
 
-__all__ = ["PROVENANCE_KEY", "QUIET_BEFORE", "QUIET_DURING", "MachineWatch", "Provenance", "busy_cores",
-           "watch_machine"]
+__all__ = ["PROVENANCE_KEY", "QUIET_BEFORE", "QUIET_DURING", "BusyMachineError", "MachineWatch", "Provenance",
+           "busy_cores", "quiet_problems", "require_quiet", "watch_machine"]
 
 QUIET_BEFORE = 0.5  # cores other processes may keep busy in the second before a stored timing starts
 QUIET_DURING = 0.1  # cores other processes may use while it runs
@@ -83,6 +83,30 @@ def busy_cores(start: _Sample, end: _Sample) -> float | None:
     return max(0.0, others / max(end.wall_s - start.wall_s, 1e-9))
 
 
+class BusyMachineError(RuntimeError):
+    """A timing was about to be stored that other processes disturbed."""
+
+
+def quiet_problems(others_before: float | None, others_during: float | None) -> list[str]:
+    """Why a timing with these measurements must not be stored (empty when it may, or when they were not measured)."""
+    found = []
+    if others_before is not None and others_before > QUIET_BEFORE:
+        found.append(_("other processes kept {cores:.2f} cores busy before the timings started (at most "
+                       "{limit})").format(cores=others_before, limit=QUIET_BEFORE))
+    if others_during is not None and others_during > QUIET_DURING:
+        found.append(_("other processes used {cores:.2f} cores during the timings (at most {limit})").format(
+            cores=others_during, limit=QUIET_DURING))
+    return found
+
+
+def require_quiet(others_before: float | None, others_during: float | None, what: str) -> None:
+    """Raise ``BusyMachineError`` naming ``what`` (a recording's file) if the machine was busy while it was timed."""
+    found = quiet_problems(others_before, others_during)
+    if found:
+        raise BusyMachineError(_("{what} is not stored: {problems}. Stop what else runs (top shows it) and record "
+                                 "again.").format(what=what, problems="; ".join(found)))
+
+
 @dataclass(frozen=True)
 class Provenance:
     """How quiet the machine was while one cell's timings ran, with what they ran on."""
@@ -97,14 +121,7 @@ class Provenance:
 
     def problems(self) -> list[str]:
         """Why this timing must not be stored (empty when the machine was quiet, or could not be measured)."""
-        found = []
-        if self.others_before is not None and self.others_before > QUIET_BEFORE:
-            found.append(_("other processes kept {cores:.2f} cores busy before the timings started (at most "
-                           "{limit})").format(cores=self.others_before, limit=QUIET_BEFORE))
-        if self.others_during is not None and self.others_during > QUIET_DURING:
-            found.append(_("other processes used {cores:.2f} cores during the timings (at most {limit})").format(
-                cores=self.others_during, limit=QUIET_DURING))
-        return found
+        return quiet_problems(self.others_before, self.others_during)
 
     def text(self) -> str:
         """One line for the reader, in their language."""
@@ -122,8 +139,8 @@ class MachineWatch:
     """What ``watch_machine`` returns, watching already; ``stop`` (or ``report``) ends the watch and sets
     ``provenance``. Also a context manager: ``with watch_machine() as machine:`` stops at the end of the block."""
 
-    def __init__(self, device: str) -> None:
-        self.device = device
+    def __init__(self, device: str, wait: bool) -> None:
+        self.device, self.wait = device, wait
         self.provenance: Provenance | None = None
         self._load: float | None = None
         self._before: float | None = None
@@ -131,7 +148,7 @@ class MachineWatch:
 
     def start(self) -> MachineWatch:
         """Wait for quiet if this run's outputs are to be stored, sample the second before, start watching."""
-        deadline = time.monotonic() + (WAIT_S if _executed_unattended() else 0.0)
+        deadline = time.monotonic() + (WAIT_S if self.wait else 0.0)
         while True:
             first = _Sample.now()
             time.sleep(SAMPLE_S)
@@ -176,6 +193,10 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 2)
 
 
-def watch_machine(device: str = "cpu") -> MachineWatch:
-    """Start watching how busy the rest of the machine is while this cell times something on ``device``."""
-    return MachineWatch(str(device)).start()
+def watch_machine(device: str = "cpu", wait: bool | None = None) -> MachineWatch:
+    """Start watching how busy the rest of the machine is while this cell times something on ``device``.
+
+    ``wait``: first wait up to ``WAIT_S`` seconds for the other processes to fall quiet; by default only when the
+    outputs are being stored (a notebook executed unattended); a recorder (``benchmarks/``) passes True.
+    """
+    return MachineWatch(str(device), _executed_unattended() if wait is None else wait).start()

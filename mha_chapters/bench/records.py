@@ -29,6 +29,7 @@ import torch
 from mha_lib._validation import wrong_type
 
 from ..i18n import N_, _
+from .quiet import Provenance, require_quiet
 from .timing import cpu_caches, threads_text
 
 __all__ = [
@@ -135,6 +136,10 @@ class BenchResult:
     # the CPU's cache sizes, e.g. {"L1d": "48K", "L2": "2048K", "L3": "105M"} (timing.cpu_caches); older files
     # have none, and an empty dict means the operating system does not report them
     cpu_caches: dict[str, str] | None = None
+    # the cores other processes kept busy in the second before the sweeps and used during them (quiet.py); files
+    # recorded before 2026-12-02 have neither, and None means the operating system does not report them
+    others_before_cores: float | None = None
+    others_during_cores: float | None = None
 
     def check(self) -> None:
         if self.schema != SCHEMA:
@@ -278,8 +283,10 @@ def results_directory() -> Path:
     return Path(str(resources.files("mha_chapters.bench") / "results"))
 
 
-def make_result(runs: Sequence[DeviceRun], command: str, min_run_time: float) -> BenchResult:
-    """Wrap device runs with their provenance: date (UTC), torch and Python versions, platform, command, load."""
+def make_result(runs: Sequence[DeviceRun], command: str, min_run_time: float,
+                machine: Provenance | None = None) -> BenchResult:
+    """Wrap device runs with their provenance: date (UTC), torch and Python versions, platform, command, load, and
+    ``machine``, what ``watch_machine`` saw of the other processes while the runs were measured."""
     result = BenchResult(
         schema=SCHEMA,
         date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
@@ -292,6 +299,8 @@ def make_result(runs: Sequence[DeviceRun], command: str, min_run_time: float) ->
         load_average_1min=os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         runs=list(runs),
         cpu_caches=cpu_caches(),
+        others_before_cores=None if machine is None else machine.others_before,
+        others_during_cores=None if machine is None else machine.others_during,
     )
     return BenchResult.from_dict(result.to_dict(), "the new result")  # the same checks as a file gets
 
@@ -299,15 +308,19 @@ def make_result(runs: Sequence[DeviceRun], command: str, min_run_time: float) ->
 def save_result(result: BenchResult, directory: str | Path | None = None) -> Path:
     """Write ``result`` as ``<device>-<date>.json`` (the GPU if one was measured) into ``directory``.
 
-    ``directory`` defaults to the package's results folder (:func:`results_directory`).
+    ``directory`` defaults to the package's results folder (:func:`results_directory`), the recordings the chapters
+    show: there a result timed while other processes were busy (its ``others_*_cores``) is refused with
+    ``BusyMachineError``. Elsewhere (a reader's own folder) it is written with what was measured.
     """
     if not isinstance(result, BenchResult):
         raise wrong_type("result", _("a BenchResult"), result)
     devices = [run.device for run in result.runs]
     fastest = next((d for d in ("cuda", "mps") if d in devices), devices[0])
     directory = results_directory() if directory is None else Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{fastest}-{result.date}.json"
+    if directory.resolve() == results_directory().resolve():
+        require_quiet(result.others_before_cores, result.others_during_cores, path.name)
+    directory.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result.to_dict(), indent=1) + "\n")
     return path
 
