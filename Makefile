@@ -61,7 +61,7 @@ NO_TORCH_INDEX = echo "       $(TORCH_INDEX) was out of reach, and PyPI and its 
 	echo "       See \"Behind a firewall\" in docs/platforms.md (docs/platforms.zh-CN.md: 国内网络)."
 
 .DEFAULT_GOAL := help
-.PHONY: help help-all setup lab reset refresh lab-instructor test test-quick test-unit test-notebooks test-portable test-kernels test-torch-newest lint outputs editions bench bench-batching clean lock
+.PHONY: help help-all setup lab reset refresh lab-instructor test test-quick test-unit test-notebooks test-portable test-kernels test-torch-newest lint outputs editions bench bench-batching record-gpu clean lock
 
 # `make help` shows a reader's targets, in this order; `make help-all` every target with a `## ` description, in the
 # order of this file (lecturers, translators, maintainers, CI). tests/test_setup.py checks both lists.
@@ -186,6 +186,12 @@ bench: $(STAMP) ## time mha_lib against torch.nn.MultiheadAttention, the chapter
 
 bench-batching: $(STAMP) ## chapter 07's sweeps, recorded in mha_chapters/bench/results/ (ARGS="--device cuda" for a GPU)
 	$(BIN)/python benchmarks/bench_batching.py $(ARGS)
+
+# The GPU half of chapter 07 (issue 51 item 4). No $(STAMP): a machine lent with a GPU carries its own PyTorch and
+# nothing is installed there; the script runs from the source tree on the python3 it finds (.venv's where it exists).
+GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
+record-gpu: ## on a machine with an NVIDIA GPU: chapter 07's sweeps recorded on it by the quiet-machine rule, and their figures
+	$(GPU_PYTHON) benchmarks/record_gpu.py
 
 clean: ## remove the virtual environments, caches and build output
 	rm -rf $(VENV) $(NEWEST) build course course-zh .pytest_cache .ruff_cache *.egg-info

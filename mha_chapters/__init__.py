@@ -29,7 +29,16 @@ nothing to it. One module (or two) per chapter, then the packages and modules th
     bench     the benchmark harness of chapter 07 and benchmarks/ (timing, recorded results, sweeps)
 """
 
-from .i18n import figure_text, get_language, set_language, tr
-from .plotting import show_heatmaps
+from .i18n import _, figure_text, get_language, set_language, tr
 
 __all__ = ["figure_text", "get_language", "set_language", "show_heatmaps", "tr"]
+
+
+def __getattr__(name: str) -> object:
+    """``show_heatmaps``, imported on first use (PEP 562): the benchmark harness and its recorders import this
+    package on machines without matplotlib, such as a GPU machine that carries only PyTorch."""
+    if name == "show_heatmaps":
+        from .plotting import show_heatmaps
+
+        return show_heatmaps
+    raise AttributeError(_("module {module!r} has no attribute {name!r}").format(module=__name__, name=name))

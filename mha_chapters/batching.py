@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import torch
-from matplotlib.figure import Figure
 from torch import Tensor
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
@@ -38,6 +37,8 @@ from .bench.timing import threads_text
 from .i18n import N_, _, figure_text
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from .bench.records import BatchSweepRecord, BenchResult, DeviceRun
 
 __all__ = [
@@ -344,6 +345,8 @@ def plot_loops_vs_batch(runs: Sequence[DeviceRun]) -> Figure:
 
     The CPU with one thread is drawn dash-dot, with more threads solid; a GPU with square markers.
     """
+    from matplotlib.figure import Figure  # imported here: the sweeps themselves run without matplotlib
+
     fig = Figure(figsize=(11, 4.6), layout="constrained")
     time_ax, speed_ax = fig.subplots(1, 2)
     for run in runs:
@@ -377,6 +380,8 @@ def plot_devices(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]) -> 
     draws the GPU's speed-up over that CPU. Without any GPU measurement there is no second panel: an empty
     one would only say what is missing, and the chapter's text says that.
     """
+    from matplotlib.figure import Figure  # imported here: the sweeps themselves run without matplotlib
+
     groups = [("live", None, list(live))] + [("recorded", result, result.runs) for result in recorded]
     comparisons = []  # (kind, result, gpu run, [(batch size, CPU time / GPU time)])
     for kind, result, runs in groups:
@@ -424,6 +429,8 @@ def plot_devices(live: Sequence[DeviceRun], recorded: Sequence[BenchResult]) -> 
 
 def plot_length_sweep(live: Sequence[DeviceRun], recorded: Sequence[BenchResult] = ()) -> Figure:
     """Time against sequence length (explicit and fused), and memory: the exact score tensor and CUDA peaks."""
+    from matplotlib.figure import Figure  # imported here: the sweeps themselves run without matplotlib
+
     fig = Figure(figsize=(11, 5.6), layout="constrained")
     time_ax, memory_ax = fig.subplots(1, 2)
     groups = [("live", None, list(live))] + [("recorded", result, result.runs) for result in recorded]

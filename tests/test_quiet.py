@@ -62,6 +62,7 @@ def test_busy_cores_counts_the_others_cpu_time_less_this_processs_own():
     # 2 s of wall time; the machine used 3 CPU seconds, this process 2.6 of them: others kept 0.2 cores busy
     assert watch.busy_cores(sample(10.0, 100.0, 5.0), sample(12.0, 103.0, 7.6)) == pytest.approx(0.2)
     assert watch.busy_cores(sample(0.0, 1.0, 0.0), sample(1.0, 1.0, 0.5)) == 0.0  # ticks round: never negative
+    assert watch.busy_cores(sample(0.0, 0.0, 0.0), sample(0.01, 1.0, 0.0)) == __import__("os").cpu_count()  # nor more
     assert watch.busy_cores(sample(0.0, None, 0.0), sample(1.0, None, 0.5)) is None  # no /proc/stat
 
 
@@ -83,7 +84,7 @@ def test_the_rule_refuses_a_busy_start_or_busy_run_and_ignores_the_load_average(
 
 def test_the_watch_measures_this_machine_and_reports_it(capsys):
     machine = watch.watch_machine()
-    sum(i * i for i in range(200_000))  # this process's own work: not counted as the others'
+    sum(i * i for i in range(2_000_000))  # this process's own work (a few tenths of a second): not the others'
     machine.report()
     result = machine.provenance
     assert result.threads >= 1 and result.device == "cpu" and result.torch

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -74,13 +75,14 @@ class _Sample:
 def busy_cores(start: _Sample, end: _Sample) -> float | None:
     """The cores that processes other than this one kept busy between two samples, on average; None unmeasured.
 
-    The kernel counts CPU time in ticks (a hundredth of a second), so a short interval reads a few hundredths of a
-    core high or low; never below 0.
+    Linux counts CPU time in ticks of a hundredth of a second on each core, so an interval of ``t`` seconds reads up
+    to about ``0.01 * cores / t`` cores high or low (0.02 over one second on 2 cores); the result is kept between 0
+    and the number of cores.
     """
     if start.machine_s is None or end.machine_s is None:
         return None
     others = (end.machine_s - start.machine_s) - (end.own_s - start.own_s)
-    return max(0.0, others / max(end.wall_s - start.wall_s, 1e-9))
+    return min(max(0.0, others / max(end.wall_s - start.wall_s, 1e-9)), float(os.cpu_count() or 1))
 
 
 class BusyMachineError(RuntimeError):
@@ -178,14 +180,12 @@ class MachineWatch:
     def report(self) -> None:
         """End the watch and show its provenance: one line, and in a notebook the provenance as output metadata."""
         provenance = self.stop()
-        try:
-            from IPython import get_ipython
+        ipython = sys.modules.get("IPython")
+        if ipython is not None and getattr(ipython.get_ipython(), "kernel", None) is not None:  # a notebook's kernel
             from IPython.display import display
-        except ImportError:
-            get_ipython = None  # noqa: N806 (no IPython: a plain script)
-        if get_ipython is not None and get_ipython() is not None:
+
             display({"text/plain": provenance.text()}, raw=True, metadata={PROVENANCE_KEY: asdict(provenance)})
-        else:
+        else:  # a script, or IPython in a terminal
             print(provenance.text())
 
 
