@@ -302,7 +302,8 @@ class MultiHeadAttention(nn.Module):
             - mask: boolean, broadcastable to ``(batch_size, num_heads, num_queries, num_kvpairs)``, or None
             - output: ``(batch_size, num_heads, num_queries, v_head_dim)``
         """
-        self.attention.attention_weights = None
+        if self.attention.attention_weights is not None:  # those of an earlier call: this one keeps none
+            self.attention.attention_weights = None
         dropout_p = self.attention.dropout.p if self.training else 0.0  # no dropout in evaluation
         return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p)
 
