@@ -36,6 +36,12 @@ def wrong_type(name: str, expected: str, value: object) -> TypeError:
     return TypeError(template.format(name=name, expected=expected, type_name=type(value).__name__))
 
 
+def mixed_dtypes(queries: Tensor, keys: Tensor, values: Tensor) -> TypeError:
+    """The error for queries, keys and values of more than one dtype: their products need one."""
+    template = _("queries, keys and values must share one dtype, got {queries_dtype}, {keys_dtype} and {values_dtype}")
+    return TypeError(template.format(queries_dtype=queries.dtype, keys_dtype=keys.dtype, values_dtype=values.dtype))
+
+
 def require_tensor(name: str, x: object, rank: int | None, layout: str, floating: bool = True) -> Tensor:
     """Require a tensor with ``rank`` axes (any number if None) laid out as ``layout``, floating-point if asked."""
     if not isinstance(x, Tensor):
@@ -71,9 +77,7 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
             require_tensor(name, x, rank, layout)  # says what is wrong
     q_shape, k_shape, v_shape, device = queries.shape, keys.shape, values.shape, queries.device
     if not queries.dtype == keys.dtype == values.dtype:
-        template = _("queries, keys and values must share one dtype, got "
-                     "{queries_dtype}, {keys_dtype} and {values_dtype}")
-        raise TypeError(template.format(queries_dtype=queries.dtype, keys_dtype=keys.dtype, values_dtype=values.dtype))
+        raise mixed_dtypes(queries, keys, values)
     if not q_shape[:-2] == k_shape[:-2] == v_shape[:-2]:
         template = _("queries, keys and values must agree on the leading (batch) axes, "
                      "got shapes {queries_shape}, {keys_shape} and {values_shape}")
@@ -178,10 +182,7 @@ def require_head_split(layer: object, queries: object, keys: object, values: obj
             raise ValueError(template.format(name=name, layout=_(layouts[name]), expected=expected[name],
                                              shape=tuple(x.shape)))
         if x.dtype != queries.dtype:
-            template = _("queries, keys and values must share one dtype, got "
-                         "{queries_dtype}, {keys_dtype} and {values_dtype}")
-            raise TypeError(template.format(queries_dtype=queries.dtype, keys_dtype=keys.dtype,
-                                            values_dtype=values.dtype))
+            raise mixed_dtypes(queries, keys, values)
         require_device(name, x, queries.device)
     if mask is not None:
         require_bool_mask("mask", mask, (batch_size, layer.num_heads, num_queries, num_kvpairs),
