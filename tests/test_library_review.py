@@ -5,6 +5,7 @@ Device-sensitive helpers are tested on the ``meta`` device, which stands in for 
 CPU by mistake meets a meta tensor and fails, as it would meet a CUDA tensor.
 """
 
+import importlib
 import inspect
 import sys
 import typing
@@ -259,3 +260,20 @@ def test_one_forward_pass_runs_through_at_most_4_files_and_12_functions():
     assert len(set(calls)) <= 12 and len(files) <= 4, sorted({code.co_qualname for code in calls})
     in_modules = {code.co_qualname for code in calls if Path(code.co_filename).name == "modules.py"}
     assert in_modules == {"MultiHeadAttention.forward", "MultiHeadAttention._split_kv_heads"}
+
+
+def test_grouped_query_attention_lives_in_its_subclass():
+    mha, gqa = MultiHeadAttention(8, 8, 8, 8, 4), GroupedQueryAttention(8, 8, 8, 8, 4, 2)
+    assert not {"num_kv_heads", "num_groups"} & set(vars(mha))  # the plain layer knows nothing of groups
+    assert (gqa.num_kv_heads, gqa.num_groups, gqa.W_k.out_features, gqa.W_v.out_features) == (2, 2, 4, 4)
+    assert isinstance(gqa.attention, DotProductAttention) and gqa.rotary is None  # built by MultiHeadAttention
+
+
+@pytest.mark.parametrize("module", ["modules", "grouped", "kv_cache", "latent"])
+def test_the_heads_are_split_and_merged_by_the_one_pair_of_functional(module):
+    # split_heads and merge_heads in mha_lib.functional; a layer that wrote its own split would drift from them
+    source = inspect.getsource(importlib.import_module(f"mha_lib.{module}"))
+    for idiom in ("unflatten(-1, (", ".transpose(1, 2).flatten(2)", "permute(0, 2, 1, 3)",
+                  "repeat_interleave(self.num_groups"):  # key-value heads repeat in _repeat_kv_heads only
+        assert idiom not in source, idiom
+    assert "split_heads(" in source
