@@ -53,13 +53,16 @@ def split_heads(X: Tensor, num_heads: int) -> Tensor:
 
     Head ``i`` takes features ``i * d`` to ``(i + 1) * d - 1``. Every layer splits its heads with it.
     """
-    return X.unflatten(-1, (num_heads, -1)).transpose(1, 2)  # (b, n, h*d) -> (b, n, h, d) -> (b, h, n, d)
+    batch_size, seq_len, num_hiddens = X.shape
+    X = X.reshape(batch_size, seq_len, num_heads, num_hiddens // num_heads)  # (b, n, h*d) -> (b, n, h, d)
+    return X.permute(0, 2, 1, 3)  # (b, n, h, d) -> (b, h, n, d)
 
 
 def merge_heads(X: Tensor) -> Tensor:
     """Undo :func:`split_heads`: concatenate the heads' features again, ``'b h n d -> b n (h d)'`` (a copy)."""
     batch_size, num_heads, seq_len, head_dim = X.shape
-    return X.transpose(1, 2).reshape(batch_size, seq_len, num_heads * head_dim)  # -> (b, n, h, d) -> (b, n, h*d)
+    X = X.permute(0, 2, 1, 3)  # (b, h, n, d) -> (b, n, h, d)
+    return X.reshape(batch_size, seq_len, num_heads * head_dim)  # (b, n, h, d) -> (b, n, h*d)
 
 
 def fold_heads(X: Tensor) -> Tensor:
@@ -179,11 +182,11 @@ def transpose_qkv(X: Tensor, num_heads: int) -> Tensor:
 def transpose_output(X: Tensor, num_heads: int) -> Tensor:
     """d2l's ``transpose_output``: undo :func:`transpose_qkv`, unfold the heads from the batch axis and join them.
 
-    In einops notation: ``'(b h) n d -> b n (h d)'``: the folded axis unflattened, then :func:`merge_heads`.
+    In einops notation: ``'(b h) n d -> b n (h d)'``: the folded axis split in two, then :func:`merge_heads`.
 
     Shape:
         - X: ``(batch_size * num_heads, seq_len, head_dim)``
         - output: ``(batch_size, seq_len, num_heads * head_dim)``
     """
     require_merge_input(X, num_heads)
-    return merge_heads(X.unflatten(0, (-1, num_heads)))  # (b*h, n, d) -> (b, h, n, d) -> (b, n, h*d)
+    return merge_heads(X.reshape(-1, num_heads, X.shape[1], X.shape[2]))  # (b*h, n, d) -> (b, h, n, d) -> (b, n, h*d)
