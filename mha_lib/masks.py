@@ -12,8 +12,8 @@ The names, one per role:
 
 A builder is named for what it builds, ``<what>_mask``: :func:`valid_lens_mask`, :func:`causal_mask` and
 :func:`attention_mask` (all three sources combined); :func:`sequence_mask` is d2l's, which applies one.
-As everywhere in the library, ``_attention_mask`` is :func:`attention_mask` without its checks: a layer checks
-its inputs once, at the top of ``forward``, and calls it.
+As everywhere in the library, ``_attention_mask`` is :func:`attention_mask` without its checks (and without
+``batch_size``, which only a check needs): a layer checks its inputs once, at the top of ``forward``, and calls it.
 
 A valid length counts as if clamped to ``[0, num_kvpairs]``, as in d2l: a length above the number of key-value
 pairs hides none of them, one below 0 hides all, on every device (checking the values would read them back

@@ -177,7 +177,9 @@ class MultiHeadAttention(nn.Module):
 
     - ``need_weights=True`` (the default) folds the heads into the batch axis, as the d2l book does, and keeps
       the weights of the last call in ``.attention_weights``, shaped ``(batch_size, num_heads, num_queries,
-      num_kvpairs)`` (detached from autograd);
+      num_kvpairs)`` (detached from autograd). ``.attention`` is d2l's attribute, the ``DotProductAttention`` of
+      the folded heads: ``forward`` computes what its ``forward`` would, but with the layer's one mask, and keeps
+      the dropout and the folded weights there, where d2l's Transformer reads them (``.attention.attention_weights``);
     - ``need_weights=False`` hands the heads to PyTorch's fused ``F.scaled_dot_product_attention`` (chapter 07),
       which never stores the weights.
 
@@ -236,10 +238,9 @@ class MultiHeadAttention(nn.Module):
         self.W_k = projection(self.key_size, num_heads * self.head_dim)
         self.W_v = projection(self.value_size, num_heads * self.v_head_dim)
         self.W_o = nn.Linear(num_heads * self.v_head_dim, num_hiddens, bias=bias)
-        # d2l's attribute: the one DotProductAttention of all heads, folded into the batch axis. forward computes
-        # what its forward does, but with the layer's one mask (valid_lens, causal and attn_mask; d2l's takes
-        # valid_lens only) and without checking again; it keeps the dropout and the last weights here, where
-        # d2l's Transformer code reads them: .attention.attention_weights.
+        # d2l's attribute, which holds the dropout and the last weights (see the class docstring). forward does not
+        # call it: its forward takes valid_lens only, not the layer's one mask of valid_lens, causal and attn_mask,
+        # and would check the arguments again.
         self.attention = DotProductAttention(require_dropout(arguments["dropout"]))
         # Rotary position embedding (chapter 12), off by default: it turns the queries and keys after the head split.
         rope = arguments["rope"]
