@@ -7,7 +7,7 @@ import torch
 from matplotlib.figure import Figure
 from torch.utils.flop_counter import FlopCounterMode
 
-from mha_lib import GroupedQueryAttention, MultiHeadAttention
+from mha_lib import GroupedQueryAttention
 from mha_lib.chapters.kv_cache import (
     MODELS,
     KVCache,
@@ -67,21 +67,6 @@ def test_attend_with_cache_in_chunks_equals_one_causal_pass():
     assert len(cache) == 9
     k = gqa.W_k(x).unflatten(-1, (2, 4)).transpose(1, 2)
     torch.testing.assert_close(cache.keys, k, **TIGHT)
-
-
-@pytest.mark.parametrize("rope", [None, "halves"])
-def test_a_plain_multi_head_layer_decodes_with_a_cache_of_all_its_heads(rope):
-    # any MultiHeadAttention: its cache holds num_heads key-value heads, as the GQA layer with as many does
-    torch.manual_seed(0)
-    mha = MultiHeadAttention(24, 24, 24, 24, 6, rope=rope).double()
-    x = torch.randn(2, 9, 24, dtype=torch.float64)
-    cache = KVCache(2, 6, 4, 9, dtype=torch.float64)
-    pieces = [attend_with_cache(mha, x[:, a:b], cache) for a, b in ((0, 4), (4, 5), (5, 9))]
-    torch.testing.assert_close(torch.cat(pieces, dim=1), mha(x, x, x, causal=True), **TIGHT)
-    prompt = x[:, :3]
-    torch.testing.assert_close(generate(mha, prompt, 5), generate(mha, prompt, 5, use_cache=False), **TIGHT)
-    with pytest.raises(ValueError, match=r"cache holds 2 key-value heads .* layer has num_kv_heads=6"):
-        attend_with_cache(mha, x, KVCache(2, 2, 4, 9, dtype=torch.float64))
 
 
 def test_append_returns_the_causal_mask_shifted_by_the_past():

@@ -20,10 +20,13 @@ from mha_lib import (
     AdditiveAttention,
     DotProductAttention,
     GroupedQueryAttention,
+    KVCache,
     MultiHeadAttention,
+    attend_with_cache,
     attention_mask,
     causal_mask,
     dot_product_attention,
+    generate,
     kv_head_of,
     masked_softmax,
     mha_to_gqa,
@@ -267,6 +270,22 @@ def test_grouped_query_attention_lives_in_its_subclass():
     assert not {"num_kv_heads", "num_groups"} & set(vars(mha))  # the plain layer knows nothing of groups
     assert (gqa.num_kv_heads, gqa.num_groups, gqa.W_k.out_features, gqa.W_v.out_features) == (2, 2, 4, 4)
     assert isinstance(gqa.attention, DotProductAttention) and gqa.rotary is None  # built by MultiHeadAttention
+
+
+@pytest.mark.parametrize("rope", [None, "halves"])
+def test_a_plain_multi_head_layer_decodes_with_a_cache_of_all_its_heads(rope):
+    # any MultiHeadAttention: its cache holds num_heads key-value heads, as the GQA layer with as many does
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(24, 24, 24, 24, 6, rope=rope).double()
+    x = torch.randn(2, 9, 24, dtype=torch.float64)
+    cache = KVCache(2, 6, 4, 9, dtype=torch.float64)
+    pieces = [attend_with_cache(mha, x[:, a:b], cache) for a, b in ((0, 4), (4, 5), (5, 9))]
+    torch.testing.assert_close(torch.cat(pieces, dim=1), mha(x, x, x, causal=True), rtol=1e-10, atol=1e-12)
+    prompt = x[:, :3]
+    cached, uncached = generate(mha, prompt, 5), generate(mha, prompt, 5, use_cache=False)
+    torch.testing.assert_close(cached, uncached, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match=r"cache holds 2 key-value heads .* layer has num_kv_heads=6"):
+        attend_with_cache(mha, x, KVCache(2, 2, 4, 9, dtype=torch.float64))
 
 
 @pytest.mark.parametrize("module", ["modules", "grouped", "kv_cache", "latent"])
