@@ -3,10 +3,10 @@
 Each check raises ``TypeError`` (wrong kind of thing) or ``ValueError`` (right kind, wrong value, wrong device)
 with a message that names the argument, what was expected and what came. Numbers and flags may be Python's or
 NumPy's (``numbers.Integral``, ``numbers.Real``, ``numpy.bool_``); a flag is never a number here. The checks run
-once per call, at the public boundary: a layer's ``forward`` makes one call, :func:`require_qkv`; the public
-functions of :mod:`mha_lib.functional` check their arguments, then call the computations, which trust them. A
-check that only one module needs (the shape of a ``KVCache``, of a FlexAttention ``mask_mod``) sits in that
-module, written with the helpers here.
+once per call, at the public boundary: a layer's ``forward`` makes one call, :func:`require_forward_arguments`;
+the public functions of :mod:`mha_lib.functional` check their arguments, then call the computations, which
+trust them. A check that only one module needs (the shape of a ``KVCache``, of a FlexAttention ``mask_mod``)
+sits in that module, written with the helpers here.
 
 Every message, here and wherever mha_lib raises, is a template in the message catalogue with named fields,
 ``_("num_heads={num_heads} must divide ...").format(num_heads=num_heads)``, so that it reads in the language chosen
@@ -36,6 +36,12 @@ def wrong_type(name: str, expected: str, value: object) -> TypeError:
     return TypeError(template.format(name=name, expected=expected, type_name=type(value).__name__))
 
 
+def mixed_dtypes(queries: Tensor, keys: Tensor, values: Tensor) -> TypeError:
+    """The error for queries, keys and values of more than one dtype: their products need one."""
+    template = _("queries, keys and values must share one dtype, got {queries_dtype}, {keys_dtype} and {values_dtype}")
+    return TypeError(template.format(queries_dtype=queries.dtype, keys_dtype=keys.dtype, values_dtype=values.dtype))
+
+
 def require_tensor(name: str, x: object, rank: int | None, layout: str, floating: bool = True) -> Tensor:
     """Require a tensor with ``rank`` axes (any number if None) laid out as ``layout``, floating-point if asked."""
     if not isinstance(x, Tensor):
@@ -51,19 +57,11 @@ def require_tensor(name: str, x: object, rank: int | None, layout: str, floating
     return x
 
 
-def require_qkv(queries: object, keys: object, values: object, rank: int | None = None, *, layer: object = None,
-                valid_lens: object = None, causal: object = False, attn_mask: object = None,
-                need_weights: object = True) -> None:
-    """Require queries, keys and values that can attend to one another; with ``layer``, everything its ``forward``
-    needs checked, so that a layer makes one validating call.
+def require_qkv(queries: object, keys: object, values: object, rank: int | None = None) -> None:
+    """Require queries, keys and values that can attend to one another, all on the device of the queries.
 
     With ``rank`` None any rank >= 2 is accepted, as long as all three agree (``rank`` 3 is ``(batch_size,
-    sequence, features)``). Keys, values and the masks must be on the device of the queries. A ``layer`` with
-    ``W_q`` needs queries, keys and values of the sizes it was built with (``query_size``, ``key_size``,
-    ``value_size``; a size that is None is not known yet, d2l 1.0's lazy form) in the dtype and on the device of
-    its weights; one without (a :class:`~mha_lib.DotProductAttention`) needs queries and keys of one feature size.
-    ``valid_lens``, ``causal``, ``attn_mask`` and ``need_weights`` are checked as :func:`mha_lib.attention_mask`
-    and ``MultiHeadAttention.forward`` take them.
+    sequence, features)``).
     """
     if rank is None:
         layout = "(..., sequence, features)"
@@ -75,12 +73,11 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
     else:
         layout = "(batch_size, sequence, features)"
     for name, x in (("queries", queries), ("keys", keys), ("values", values)):
-        require_tensor(name, x, rank, layout)
+        if not (isinstance(x, Tensor) and x.dtype.is_floating_point and x.dim() == rank):
+            require_tensor(name, x, rank, layout)  # says what is wrong
     q_shape, k_shape, v_shape, device = queries.shape, keys.shape, values.shape, queries.device
     if not queries.dtype == keys.dtype == values.dtype:
-        template = _("queries, keys and values must share one dtype, got "
-                     "{queries_dtype}, {keys_dtype} and {values_dtype}")
-        raise TypeError(template.format(queries_dtype=queries.dtype, keys_dtype=keys.dtype, values_dtype=values.dtype))
+        raise mixed_dtypes(queries, keys, values)
     if not q_shape[:-2] == k_shape[:-2] == v_shape[:-2]:
         template = _("queries, keys and values must agree on the leading (batch) axes, "
                      "got shapes {queries_shape}, {keys_shape} and {values_shape}")
@@ -93,10 +90,25 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
     for name, x in (("keys", keys), ("values", values)):
         if x.device != device:
             require_device(name, x, device)
+
+
+def require_forward_arguments(layer: object, queries: object, keys: object, values: object, valid_lens: object = None,
+                              causal: object = False, attn_mask: object = None, need_weights: object = True) -> None:
+    """Require everything a layer's ``forward`` takes, so that it makes one validating call.
+
+    Queries, keys and values as :func:`require_qkv` takes them, 3-D. A ``layer`` with ``W_q`` needs them in the
+    sizes it was built with (``query_size``, ``key_size``, ``value_size``; a size that is None is not known yet,
+    d2l 1.0's lazy form) and in the dtype and on the device of its weights; one without (a
+    :class:`~mha_lib.DotProductAttention`) needs queries and keys of one feature size. ``valid_lens``,
+    ``causal`` and ``attn_mask`` are checked as :func:`mha_lib.attention_mask` takes them, on the device of the
+    queries, and ``need_weights`` as ``MultiHeadAttention.forward`` takes it.
+    """
+    require_qkv(queries, keys, values, 3)
+    q_shape, k_shape, v_shape = queries.shape, keys.shape, values.shape
     W_q = getattr(layer, "W_q", None)
-    if layer is not None and W_q is None:  # DotProductAttention: queries meet keys in dot products
+    if W_q is None:  # DotProductAttention: queries meet keys in dot products
         require_qk_features(queries, keys)
-    elif layer is not None:  # its sizes (None: not known yet, d2l 1.0's lazy form), its weights' dtype and device
+    else:  # its sizes (None: not known yet, d2l 1.0's lazy form), its weights' dtype and device
         query_size, key_size = layer.query_size, layer.key_size
         value_size = getattr(layer, "value_size", None)  # AdditiveAttention takes values of any width
         if query_size is not None and q_shape[-1] != query_size:
@@ -108,10 +120,11 @@ def require_qkv(queries: object, keys: object, values: object, rank: int | None 
         weight = W_q.weight
         if queries.dtype != weight.dtype:
             require_layer_dtype("queries", queries, weight)
-        if device != weight.device:
+        if queries.device != weight.device:
             require_layer_device("queries", queries, weight)
-    require_masks(q_shape[0], q_shape[1], k_shape[1], valid_lens, causal, attn_mask, device=device)
-    require_bool("need_weights", need_weights)
+    require_masks(q_shape[0], q_shape[1], k_shape[1], valid_lens, causal, attn_mask, device=queries.device)
+    if not isinstance(need_weights, bool):
+        require_bool("need_weights", need_weights)  # NumPy's bool is fine too
 
 
 def require_masks(batch_size: int, num_queries: int, num_kvpairs: int, valid_lens: object, causal: object,
@@ -119,7 +132,7 @@ def require_masks(batch_size: int, num_queries: int, num_kvpairs: int, valid_len
     """Require ``valid_lens``, ``causal`` and ``attn_mask`` as :func:`mha_lib.attention_mask` takes them, the two
     tensors on one device: with ``device`` (that of the queries), on it."""
     if valid_lens is not None:
-        require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)), VALID_LENS_SHAPES, num_kvpairs)
+        require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)), VALID_LENS_SHAPES)
         if device is not None and valid_lens.device != device:
             require_device("valid_lens", valid_lens, device)
     if attn_mask is not None:
@@ -129,7 +142,8 @@ def require_masks(batch_size: int, num_queries: int, num_kvpairs: int, valid_len
             require_device("attn_mask", attn_mask, device)
         elif valid_lens is not None and attn_mask.device != valid_lens.device:
             require_device("attn_mask", attn_mask, valid_lens.device, other="valid_lens")
-    require_bool("causal", causal)
+    if not isinstance(causal, bool):
+        require_bool("causal", causal)  # NumPy's bool is fine too
 
 
 def require_device(name: str, x: Tensor, device: torch.device, other: str = "queries") -> None:
@@ -168,10 +182,7 @@ def require_head_split(layer: object, queries: object, keys: object, values: obj
             raise ValueError(template.format(name=name, layout=_(layouts[name]), expected=expected[name],
                                              shape=tuple(x.shape)))
         if x.dtype != queries.dtype:
-            template = _("queries, keys and values must share one dtype, got "
-                         "{queries_dtype}, {keys_dtype} and {values_dtype}")
-            raise TypeError(template.format(queries_dtype=queries.dtype, keys_dtype=keys.dtype,
-                                            values_dtype=values.dtype))
+            raise mixed_dtypes(queries, keys, values)
         require_device(name, x, queries.device)
     if mask is not None:
         require_bool_mask("mask", mask, (batch_size, layer.num_heads, num_queries, num_kvpairs),
@@ -306,16 +317,15 @@ def require_bool_mask(name: str, mask: object, target: tuple[int, ...], target_n
 
 
 def require_valid_lens(valid_lens: object, shapes: tuple[tuple[int, ...], ...], shape_names: str,
-                       num_kvpairs: int, name: str = "valid_lens",
-                       length_name: str = N_("the number of key-value pairs")) -> None:
-    """Require valid lengths of one of ``shapes``, whole numbers in ``[0, num_kvpairs]``.
+                       name: str = "valid_lens") -> None:
+    """Require valid lengths of one of ``shapes``, whole numbers.
 
     Integer tensors are the rule; a floating-point tensor is accepted when its values are whole, because
-    the d2l book's BERT makes its lengths as float32. The values are checked where that is free: on the
-    CPU. On a GPU reading them back would stop the device on every call, so there a length outside the
-    range is not an error (below 0 it hides every key, above ``num_kvpairs`` it hides none) and a
-    fractional one counts as the next whole number. ``shape_names`` and ``length_name`` describe the shapes and the
-    upper bound in the message; a caller marks words in them with ``N_`` and the message translates them.
+    the d2l book's BERT makes its lengths as float32. The values are not bounded: the masks count a length as if
+    clamped to ``[0, num_kvpairs]``, as d2l does (d2l 0.17's ``predict_seq2seq`` passes lengths above the number
+    of steps), on every device. Whether a float length is whole is checked where that is free, on the CPU; on a
+    GPU reading it back would stop the device on every call, and a fractional one counts as the next whole
+    number. ``shape_names`` describes the shapes in the message; a caller marks its words with ``N_``.
     """
     if not isinstance(valid_lens, Tensor):
         raise wrong_type(name, _("a tensor of whole numbers"), valid_lens)
@@ -327,19 +337,13 @@ def require_valid_lens(valid_lens: object, shapes: tuple[tuple[int, ...], ...], 
         template = _("{name} must have shape {shapes}, i.e. {shape_names}, got {shape}")
         raise ValueError(template.format(name=name, shapes=_(" or ").join(str(shape) for shape in shapes),
                                          shape_names=_(shape_names), shape=tuple(valid_lens.shape)))
-    if valid_lens.is_cpu and valid_lens.numel():
-        lengths = (valid_lens if valid_lens.dim() == 1 else valid_lens.reshape(-1)).tolist()
-        if dtype.is_floating_point:
-            fractional = [length for length in lengths if not (math.isfinite(length) and length == int(length))]
-            if fractional:
-                template = _("{name} must hold whole numbers (a float tensor is fine if its values are "
-                             "whole), got {length}: a length of {length} has no meaning")
-                raise ValueError(template.format(name=name, length=fractional[0]))
-        low, high = min(lengths), max(lengths)
-        if low < 0 or high > num_kvpairs:
-            template = _("{name} must lie in [0, {num_kvpairs}] ({length_name}), got values from {low:g} to {high:g}")
-            raise ValueError(template.format(name=name, num_kvpairs=num_kvpairs, length_name=_(length_name), low=low,
-                                             high=high))
+    if dtype.is_floating_point and valid_lens.is_cpu and valid_lens.numel():
+        lengths = valid_lens.reshape(-1).tolist()
+        fractional = [length for length in lengths if not (math.isfinite(length) and length == int(length))]
+        if fractional:
+            template = _("{name} must hold whole numbers (a float tensor is fine if its values are "
+                         "whole), got {length}: a length of {length} has no meaning")
+            raise ValueError(template.format(name=name, length=fractional[0]))
 
 
 def require_heads_divide(num_hiddens: int, num_heads: int) -> None:

@@ -1,6 +1,6 @@
-"""The functional core: masks, the masked softmax, dot-product attention, and the reshapes that fold attention
-heads into the batch axis. The layers of :mod:`mha_lib.modules` add their projections (and AdditiveAttention its
-scores); ``need_weights=False`` hands the attention to PyTorch's ``F.scaled_dot_product_attention`` instead.
+"""The functional core: the masked softmax, dot-product attention, and the reshapes that give every attention
+head its own slice of the features. The layers of :mod:`mha_lib.modules` add their projections (and
+AdditiveAttention its scores); the masks they take are built in :mod:`mha_lib.masks`.
 
 Dimension names (those of the d2l book):
 
@@ -9,15 +9,14 @@ Dimension names (those of the d2l book):
     num_kvpairs  key-value pairs that answer: the length of the key/value sequence
     num_hiddens  features of the projected queries, keys and values, all heads together
     num_heads    attention heads
-    head_dim     features per head, num_hiddens // num_heads
+    head_dim     features per head of the queries and keys, num_hiddens // num_heads by default
+    v_head_dim   features per head of the values, num_hiddens // num_heads by default
 
-Masks are boolean, True = "this query may attend to this key", the polarity of
-``torch.nn.functional.scaled_dot_product_attention``; ``torch.nn.MultiheadAttention`` uses the opposite one
-for its boolean ``key_padding_mask`` and ``attn_mask`` (True = ignore): pass ``~mask`` there.
+Masks are boolean, True = "this query may attend to this key" (see :mod:`mha_lib.masks`).
 
 The file reads top to bottom: first the computations, which trust their arguments (a layer checks its inputs
 once, at the top of ``forward``, and calls them), then the public functions, which check their arguments and
-call the computations.
+call the computations. A computation named ``_x`` is the public ``x`` without its checks.
 """
 
 from __future__ import annotations
@@ -33,47 +32,45 @@ from ._validation import (
     require_bool_mask,
     require_device,
     require_dropout,
-    require_masks,
     require_merge_input,
-    require_nonnegative_int,
     require_qk_features,
     require_qkv,
     require_split_input,
     require_tensor,
     require_valid_lens,
 )
-from .i18n import N_, _
+from .i18n import N_
+from .masks import _attention_mask
 
-__all__ = ["attention_mask", "causal_mask", "dot_product_attention", "masked_softmax", "sequence_mask",
-           "transpose_output", "transpose_qkv", "valid_lens_mask"]
+__all__ = ["dot_product_attention", "masked_softmax", "transpose_output", "transpose_qkv"]
 
 
 # ----- the computations ------------------------------------------------------------------------------------------
 
 
-def _attention_mask(num_queries: int, num_kvpairs: int, device: torch.device, *, valid_lens: Tensor | None = None,
-                    causal: bool = False, attn_mask: Tensor | None = None) -> Tensor | None:
-    """Valid lengths, causality and an explicit mask as one boolean mask, built on ``device``; None if none is given.
+def split_heads(X: Tensor, num_heads: int) -> Tensor:
+    """Give every head its own slice of the features, on an axis of its own: ``'b n (h d) -> b h n d'`` (a view).
 
-    A key is visible only if every given mask allows it. Shape: ``(batch or 1, queries or 1, kvpairs)``.
+    Head ``i`` takes features ``i * d`` to ``(i + 1) * d - 1``. Every layer splits its heads with it.
     """
-    mask = None
-    if valid_lens is not None:  # key j is visible when j < valid_len: (kvpairs,) < (batch, 1 or queries, 1)
-        # (batch,) -> (batch, 1, 1): the same for every query; (batch, queries) -> (batch, queries, 1)
-        lengths = valid_lens.reshape(-1, 1, 1) if valid_lens.dim() == 1 else valid_lens.unsqueeze(-1)
-        mask = torch.arange(num_kvpairs, device=device) < lengths.to(device)  # -> (batch, 1 or queries, kvpairs)
-    if causal:  # query i sees keys 0..i: the lower triangle, (queries, kvpairs)
-        lower = torch.ones(num_queries, num_kvpairs, dtype=torch.bool, device=device).tril()
-        mask = lower if mask is None else mask & lower
-    if attn_mask is not None:
-        attn_mask = attn_mask.to(device)  # a no-op where it already is
-        mask = attn_mask if mask is None else mask & attn_mask
-    if mask is not None and mask.dim() < 3:
-        mask = mask.reshape((1,) * (3 - mask.dim()) + mask.shape)  # (queries, kvpairs) -> (1, queries, kvpairs)
-    return mask
+    batch_size, seq_len, num_hiddens = X.shape
+    X = X.reshape(batch_size, seq_len, num_heads, num_hiddens // num_heads)  # (b, n, h*d) -> (b, n, h, d)
+    return X.permute(0, 2, 1, 3)  # (b, n, h, d) -> (b, h, n, d)
 
 
-def _masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
+def merge_heads(X: Tensor) -> Tensor:
+    """Undo :func:`split_heads`: concatenate the heads' features again, ``'b h n d -> b n (h d)'`` (a copy)."""
+    batch_size, num_heads, seq_len, head_dim = X.shape
+    X = X.permute(0, 2, 1, 3)  # (b, h, n, d) -> (b, n, h, d)
+    return X.reshape(batch_size, seq_len, num_heads * head_dim)  # (b, n, h, d) -> (b, n, h*d)
+
+
+def fold_heads(X: Tensor) -> Tensor:
+    """Fold the heads into the batch axis, as d2l does: ``'b h n d -> (b h) n d'``, sequence 0's heads first."""
+    return X.reshape(-1, X.shape[2], X.shape[3])  # (b, h, n, d) -> (b*h, n, d), a copy of split heads
+
+
+def _softmax_with_mask(scores: Tensor, mask: Tensor | None) -> Tensor:
     """Softmax over the last axis that gives every key ``mask`` hides exactly zero weight.
 
     A hidden score is replaced by the dtype's most negative number: never -1e9 (outside float16's range), never
@@ -92,8 +89,8 @@ def _masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
     return torch.where(mask, weights, 0.0)
 
 
-def _attention(queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None,
-               dropout_p: float) -> tuple[Tensor, Tensor]:
+def _dot_product_attention(queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None,
+                           dropout_p: float) -> tuple[Tensor, Tensor]:
     """``softmax(queries @ keys^T / sqrt(d)) @ values`` with a mask and dropout; the output and the weights."""
     dtype = queries.dtype
     half = dtype in (torch.float16, torch.bfloat16)
@@ -103,119 +100,22 @@ def _attention(queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | Non
         queries, keys, values = queries.float(), keys.float(), values.float()
     # (..., queries, d) @ (..., d, kvpairs) -> (..., queries, kvpairs)
     scores = (queries * (1 / math.sqrt(queries.shape[-1]))) @ keys.transpose(-2, -1)
-    weights = _masked_softmax(scores, mask)
+    weights = _softmax_with_mask(scores, mask)
     attended = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     output = attended @ values  # (..., queries, kvpairs) @ (..., kvpairs, value_dim) -> (..., queries, value_dim)
     return (output.to(dtype), weights.to(dtype)) if half else (output, weights)
 
 
-def _transpose_qkv(X: Tensor, num_heads: int) -> Tensor:
-    batch_size, seq_len, num_hiddens = X.shape
-    X = X.reshape(batch_size, seq_len, num_heads, num_hiddens // num_heads)  # (b, n, h*d) -> (b, n, h, d)
-    X = X.permute(0, 2, 1, 3)  # (b, n, h, d) -> (b, h, n, d)
-    return X.reshape(batch_size * num_heads, seq_len, num_hiddens // num_heads)  # -> (b*h, n, d)
-
-
-def _transpose_output(X: Tensor, num_heads: int) -> Tensor:
-    folded, seq_len, head_dim = X.shape
-    X = X.reshape(folded // num_heads, num_heads, seq_len, head_dim)  # (b*h, n, d) -> (b, h, n, d)
-    X = X.permute(0, 2, 1, 3)  # (b, h, n, d) -> (b, n, h, d)
-    return X.reshape(folded // num_heads, seq_len, num_heads * head_dim)  # -> (b, n, h*d)
-
-
 # ----- the public functions: check, then compute -----------------------------------------------------------------
 
 
-def valid_lens_mask(valid_lens: Tensor, num_kvpairs: int) -> Tensor:
-    """Keep the first ``valid_lens`` key-value pairs of each row, mask the rest.
-
-    Shape:
-        - valid_lens: any shape ``S``, whole numbers in ``[0, num_kvpairs]``
-        - output: ``S + (num_kvpairs,)``, boolean
-    """
-    num_kvpairs = require_nonnegative_int("num_kvpairs", num_kvpairs)
-    shape = tuple(valid_lens.shape) if isinstance(valid_lens, Tensor) else ()
-    require_valid_lens(valid_lens, (shape,), N_("any shape"), num_kvpairs)
-    flat = valid_lens.reshape(-1)  # S -> (N,), so that the mask is (N, 1, num_kvpairs)
-    return _attention_mask(1, num_kvpairs, valid_lens.device, valid_lens=flat).reshape(*shape, num_kvpairs)
-
-
-def sequence_mask(X: Tensor, valid_len: Tensor, value: float = 0) -> Tensor:
-    """d2l's ``sequence_mask``: set the entries of ``X`` past each row's valid length to ``value``, in place.
-
-    The d2l book masks a loss with it (``MaskedSoftmaxCELoss``); ``X`` is changed and returned, as there.
-    The attention layers use the boolean :func:`valid_lens_mask` instead.
-
-    Shape:
-        - X: ``(batch_size, num_steps, ...)``
-        - valid_len: ``(batch_size,)``, whole numbers in ``[0, num_steps]``
-        - output: ``X`` itself
-    """
-    require_tensor("X", X, None, "(batch_size, num_steps, ...)", floating=False)
-    if X.dim() < 2:
-        template = _("X must have at least 2 axes (batch_size, num_steps, ...), got shape {shape}")
-        raise ValueError(template.format(shape=tuple(X.shape)))
-    require_valid_lens(valid_len, ((X.shape[0],),), "(batch_size,)", X.shape[1], name="valid_len",
-                       length_name=N_("num_steps, the length of X's axis 1"))
-    keep = _attention_mask(1, X.shape[1], X.device, valid_lens=valid_len)  # (batch_size, 1, num_steps)
-    return X.masked_fill_(~keep.reshape(X.shape[:2] + (1,) * (X.dim() - 2)), value)
-
-
-def causal_mask(
-    num_queries: int, num_kvpairs: int | None = None, *, device: torch.device | str | None = None
-) -> Tensor:
-    """Let query ``i`` see keys ``0..i`` (lower triangle, aligned top-left).
-
-    The alignment is that of ``is_causal=True`` in PyTorch's
-    ``scaled_dot_product_attention`` when queries and keys differ in length.
-
-    Shape:
-        - output: ``(num_queries, num_kvpairs)``, boolean; ``num_kvpairs`` defaults to ``num_queries``; either
-          may be 0, as the layers take empty sequences
-    """
-    num_queries = require_nonnegative_int("num_queries", num_queries)
-    num_kvpairs = num_queries if num_kvpairs is None else require_nonnegative_int("num_kvpairs", num_kvpairs)
-    return _attention_mask(num_queries, num_kvpairs, torch.device(device or "cpu"), causal=True)[0]
-
-
-def attention_mask(
-    batch_size: int,
-    num_queries: int,
-    num_kvpairs: int,
-    valid_lens: Tensor | None = None,
-    *,
-    causal: bool = False,
-    attn_mask: Tensor | None = None,
-    device: torch.device | str | None = None,
-) -> Tensor | None:
-    """Combine valid lengths, causality and an explicit mask into one boolean mask.
-
-    A key is visible only if every given mask allows it. Returns None when
-    nothing is masked, so callers can skip masking altogether. The mask is built
-    on ``device``; by default on the device of ``valid_lens`` or ``attn_mask``
-    (the CPU if neither is given).
-
-    Shape:
-        - valid_lens: ``(batch_size,)`` or ``(batch_size, num_queries)``, whole numbers
-        - attn_mask: boolean, broadcastable to ``(batch_size, num_queries, num_kvpairs)``
-        - output: ``(batch_size or 1, num_queries or 1, num_kvpairs)``, boolean, or None
-    """
-    for name, size in (("batch_size", batch_size), ("num_queries", num_queries), ("num_kvpairs", num_kvpairs)):
-        require_nonnegative_int(name, size)
-    require_masks(batch_size, num_queries, num_kvpairs, valid_lens, causal, attn_mask)
-    if device is None:
-        given = valid_lens if valid_lens is not None else attn_mask
-        device = given.device if given is not None else "cpu"
-    return _attention_mask(num_queries, num_kvpairs, torch.device(device), valid_lens=valid_lens, causal=causal,
-                           attn_mask=attn_mask)
-
-
 def masked_softmax(X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
-    """Softmax over the last axis that gives every masked key-value pair exactly zero weight.
+    """d2l's ``masked_softmax``: softmax over the last axis that gives every masked key-value pair exactly zero weight.
 
-    Only the first ``valid_lens`` key-value pairs of a row take part. A row with
-    valid length 0 attends to nothing: all its weights are 0 (not NaN, and not
-    spread evenly over padding). ``X`` itself is left unchanged.
+    Only the first ``valid_lens`` key-value pairs of a row take part; a length above ``num_kvpairs`` counts as
+    ``num_kvpairs``, as in d2l. A row with valid length 0 attends to nothing: all its weights are 0 (not NaN,
+    and not spread evenly over padding, as d2l's are). ``X`` itself is left unchanged. It builds the mask of
+    :func:`mha_lib.valid_lens_mask` and applies it as the layers do.
 
     Shape:
         - X: ``(batch_size, num_queries, num_kvpairs)``
@@ -225,10 +125,9 @@ def masked_softmax(X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
     require_tensor("X", X, 3, "(batch_size, num_queries, num_kvpairs)")
     batch_size, num_queries, num_kvpairs = X.shape
     if valid_lens is not None:
-        require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)),
-                           VALID_LENS_SHAPES, num_kvpairs)
+        require_valid_lens(valid_lens, ((batch_size,), (batch_size, num_queries)), VALID_LENS_SHAPES)
         require_device("valid_lens", valid_lens, X.device, other="X")
-    return _masked_softmax(X, _attention_mask(num_queries, num_kvpairs, X.device, valid_lens=valid_lens))
+    return _softmax_with_mask(X, _attention_mask(num_queries, num_kvpairs, valid_lens, False, None, X.device))
 
 
 def dot_product_attention(
@@ -262,14 +161,14 @@ def dot_product_attention(
         scores_shape = (*queries.shape[:-1], keys.shape[-2])
         require_bool_mask("mask", mask, scores_shape, N_("the scores' shape (..., num_queries, num_kvpairs)"))
         require_device("mask", mask, queries.device)
-    return _attention(queries, keys, values, mask, require_dropout(dropout_p, "dropout_p"))
+    return _dot_product_attention(queries, keys, values, mask, require_dropout(dropout_p, "dropout_p"))
 
 
 def transpose_qkv(X: Tensor, num_heads: int) -> Tensor:
-    """Split the features into ``num_heads`` heads and fold the heads into the batch axis.
+    """d2l's ``transpose_qkv``: split the features into ``num_heads`` heads and fold the heads into the batch axis.
 
-    In einops notation: ``'b n (h d) -> (b h) n d'``. Along the new first axis
-    the order is sequence 0 head 0, sequence 0 head 1, ..., sequence 1 head 0, ...
+    In einops notation: ``'b n (h d) -> (b h) n d'``, :func:`split_heads` then :func:`fold_heads`. Along the new
+    first axis the order is sequence 0 head 0, sequence 0 head 1, ..., sequence 1 head 0, ...
     Only elements move, so any dtype works, integers included.
 
     Shape:
@@ -277,17 +176,17 @@ def transpose_qkv(X: Tensor, num_heads: int) -> Tensor:
         - output: ``(batch_size * num_heads, seq_len, num_hiddens // num_heads)``
     """
     require_split_input(X, num_heads)
-    return _transpose_qkv(X, num_heads)
+    return fold_heads(split_heads(X, num_heads))
 
 
 def transpose_output(X: Tensor, num_heads: int) -> Tensor:
-    """Undo :func:`transpose_qkv`: unfold the heads from the batch axis and concatenate them.
+    """d2l's ``transpose_output``: undo :func:`transpose_qkv`, unfold the heads from the batch axis and join them.
 
-    In einops notation: ``'(b h) n d -> b n (h d)'``.
+    In einops notation: ``'(b h) n d -> b n (h d)'``: the folded axis split in two, then :func:`merge_heads`.
 
     Shape:
         - X: ``(batch_size * num_heads, seq_len, head_dim)``
         - output: ``(batch_size, seq_len, num_heads * head_dim)``
     """
     require_merge_input(X, num_heads)
-    return _transpose_output(X, num_heads)
+    return merge_heads(X.reshape(-1, num_heads, X.shape[1], X.shape[2]))  # (b*h, n, d) -> (b, h, n, d) -> (b, n, h*d)

@@ -25,6 +25,7 @@ from ._validation import (
     require_tensor,
     wrong_type,
 )
+from .functional import _dot_product_attention, fold_heads, split_heads
 from .i18n import _
 from .modules import MultiHeadAttention
 
@@ -63,12 +64,12 @@ def kv_head_of(query_head: int, num_heads: int, num_kv_heads: int) -> int:
 class GroupedQueryAttention(MultiHeadAttention):
     """Multi-head attention whose ``num_heads`` query heads share ``num_kv_heads`` key-value heads.
 
-    ``W_q`` and ``W_o`` are those of :class:`~mha_lib.MultiHeadAttention`; ``W_k`` and ``W_v``
-    project to ``num_kv_heads * head_dim`` features only, so the keys and values (and a
-    KV cache of them) are ``num_heads // num_kv_heads`` times smaller. The forward pass is
-    MultiHeadAttention's own, which repeats each key-value head for the query heads of its group
-    (with ``num_kv_heads == num_heads`` it is exactly MultiHeadAttention); with ``need_weights=False``
-    PyTorch's fused kernel runs with ``enable_gqa=True``, without copying the key-value heads.
+    It differs from :class:`~mha_lib.MultiHeadAttention` in two places only. ``W_k`` and ``W_v`` project to
+    ``num_kv_heads * head_dim`` features, so the keys and values (and a KV cache of them) are
+    ``num_groups = num_heads // num_kv_heads`` times smaller. And step 2 of the inherited forward splits them
+    into ``num_kv_heads`` heads, then repeats each for the query heads of its group (:func:`repeat_kv_heads`);
+    with ``num_kv_heads == num_heads`` it is exactly MultiHeadAttention. (PyTorch's fused kernel can read the
+    shared heads in place, ``F.scaled_dot_product_attention(..., enable_gqa=True)``; chapter 09 shows it.)
     ``rope`` and ``rope_base`` add rotary position embedding, as in MultiHeadAttention.
 
     Shape:
@@ -94,9 +95,20 @@ class GroupedQueryAttention(MultiHeadAttention):
         rope: str | None = None,
         rope_base: float = 10000.0,
     ) -> None:
-        nn.Module.__init__(self)  # not MultiHeadAttention's d2l forms: this layer has a signature of its own
-        self._build((query_size, key_size, value_size), num_hiddens, num_heads, num_kv_heads, dropout, bias,
-                    rope=rope, rope_base=rope_base)
+        super().__init__(key_size, query_size, value_size, num_hiddens, num_heads, dropout, bias, rope=rope,
+                         rope_base=rope_base)
+        self.num_kv_heads = require_kv_heads_divide(self.num_heads, num_kv_heads)
+        self.num_groups = self.num_heads // self.num_kv_heads  # query heads per key-value head
+        # The narrower projections: num_kv_heads heads of keys and values instead of num_heads
+        bias = self.W_o.bias is not None
+        self.W_k = nn.Linear(self.key_size, self.num_kv_heads * self.head_dim, bias=bias)
+        self.W_v = nn.Linear(self.value_size, self.num_kv_heads * self.v_head_dim, bias=bias)
+
+    def _split_kv_heads(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
+        """Step 2 for the projected keys and values: ``num_kv_heads`` heads, each repeated for its group,
+        ``(batch, kvpairs, kv_heads * head_dim) -> (batch, kv_heads, kvpairs, head_dim) -> (batch, heads, ...)``."""
+        keys, values = split_heads(keys, self.num_kv_heads), split_heads(values, self.num_kv_heads)
+        return _repeat_kv_heads(keys, self.num_groups), _repeat_kv_heads(values, self.num_groups)
 
     def attend(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, *,
                need_weights: bool = True) -> Tensor:
@@ -110,13 +122,17 @@ class GroupedQueryAttention(MultiHeadAttention):
             - output: ``(batch_size, num_heads, num_queries, head_dim)``
         """
         require_head_split(self, queries, keys, values, mask, need_weights)
+        keys, values = _repeat_kv_heads(keys, self.num_groups), _repeat_kv_heads(values, self.num_groups)
         if mask is not None:  # -> (batch, heads, queries, kvpairs), a view: the fused kernel takes no 1-D mask
             mask = mask.expand(*queries.shape[:-1], keys.shape[-2])
         if not need_weights:
-            return self._attend_fused(queries, keys, values, mask)
-        # forward's folded step 3: (batch, heads or kv_heads, seq, head_dim) -> (batch * (kv_)heads, seq, head_dim)
+            return self._fused_attention(queries, keys, values, mask)
+        # forward's step 3, the heads folded into the batch axis: (batch, heads, seq, d) -> (batch * heads, seq, d)
         mask = None if mask is None else mask.flatten(0, 1)  # -> (batch * heads, queries, kvpairs)
-        output = self._attend_folded(queries.flatten(0, 1), keys.flatten(0, 1), values.flatten(0, 1), mask)
+        dropout_p = self.attention.dropout.p if self.training else 0.0  # no dropout in evaluation
+        output, weights = _dot_product_attention(fold_heads(queries), fold_heads(keys), fold_heads(values), mask,
+                                                 dropout_p)
+        self.attention.attention_weights = weights.detach()
         return output.unflatten(0, (-1, self.num_heads))  # -> (batch, heads, queries, head_dim)
 
 
@@ -135,7 +151,7 @@ def mha_to_gqa(mha: MultiHeadAttention, num_kv_heads: int) -> GroupedQueryAttent
         raise wrong_type("mha", _("an mha_lib.MultiHeadAttention"), mha)
     require_called(mha)
     num_heads, head_dim = mha.num_heads, mha.head_dim
-    if mha.num_kv_heads != num_heads:
+    if isinstance(mha, GroupedQueryAttention) and mha.num_kv_heads != num_heads:
         template = _("mha must have one key-value head per query head, got "
                      "num_kv_heads={num_kv_heads} for num_heads={num_heads}")
         raise ValueError(template.format(num_kv_heads=mha.num_kv_heads, num_heads=num_heads))

@@ -21,8 +21,10 @@ from ._validation import (
     require_tensor,
     wrong_type,
 )
-from .grouped import GroupedQueryAttention
+from .functional import _dot_product_attention, merge_heads, split_heads
+from .grouped import _repeat_kv_heads
 from .i18n import _
+from .modules import MultiHeadAttention
 
 __all__ = ["KVCache", "SlidingWindowKVCache", "attend_with_cache", "generate"]
 
@@ -156,45 +158,49 @@ class SlidingWindowKVCache(KVCache):
         return all_keys, all_values, mask
 
 
-def attend_with_cache(layer: GroupedQueryAttention, x: Tensor, cache: KVCache) -> Tensor:
+def attend_with_cache(layer: MultiHeadAttention, x: Tensor, cache: KVCache) -> Tensor:
     """Causal self-attention of new tokens over the cached ones and themselves; their keys and values join the cache.
 
     Only the new tokens are projected: the keys and values of the earlier ones come from the cache, and
     the cache says which of them each new token may see. With rotary position embedding (``layer.rotary``)
     the new queries and keys are turned by their own positions, from ``cache.seen`` on, before the keys are stored.
+    The cache holds the layer's key-value heads: ``num_heads`` of them, or a :class:`~mha_lib.GroupedQueryAttention`'s
+    fewer ``num_kv_heads``, each repeated for its group only to attend.
 
     Shape:
         - x: ``(batch_size, num_new, query_size)``
         - output: ``(batch_size, num_new, num_hiddens)``
     """
-    if not isinstance(layer, GroupedQueryAttention):
-        raise wrong_type("layer", _("an mha_lib.GroupedQueryAttention"), layer)
+    if not isinstance(layer, MultiHeadAttention):
+        raise wrong_type("layer", _("an mha_lib.MultiHeadAttention"), layer)
     if not isinstance(cache, KVCache):
         raise wrong_type("cache", _("a KVCache"), cache)
     require_tensor("x", x, 3, "(batch_size, num_new, query_size)")
+    heads, head_dim = layer.num_heads, layer.head_dim
+    kv_heads = layer.W_k.out_features // head_dim  # num_heads, or a GroupedQueryAttention's num_kv_heads
     cache_heads, cache_head_dim = cache.keys.shape[1], cache.keys.shape[3]
-    if (cache_heads, cache_head_dim) != (layer.num_kv_heads, layer.head_dim):
+    if (cache_heads, cache_head_dim) != (kv_heads, head_dim):
         template = _("cache holds {cache_heads} key-value heads of {cache_head_dim} features, but layer has "
                      "num_kv_heads={num_kv_heads} and head_dim={head_dim}; build the cache with the layer's sizes")
         raise ValueError(template.format(cache_heads=cache_heads, cache_head_dim=cache_head_dim,
-                                         num_kv_heads=layer.num_kv_heads, head_dim=layer.head_dim))
+                                         num_kv_heads=kv_heads, head_dim=head_dim))
     for name in ("W_q", "W_k", "W_v"):
         require_features("x", x, getattr(layer, name).in_features, f"{name}.in_features")
     require_layer_dtype("x", x, layer.W_q.weight)
     if x.device != layer.W_q.weight.device:
         require_layer_device("x", x, layer.W_q.weight)
-    heads, kv_heads, head_dim = layer.num_heads, layer.num_kv_heads, layer.head_dim
-    queries = layer.W_q(x).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, new, head_dim)
-    keys = layer.W_k(x).unflatten(-1, (kv_heads, head_dim)).transpose(1, 2)  # -> (batch, kv_heads, new, head_dim)
-    values = layer.W_v(x).unflatten(-1, (kv_heads, head_dim)).transpose(1, 2)
+    queries = split_heads(layer.W_q(x), heads)  # (batch, new, heads * head_dim) -> (batch, heads, new, head_dim)
+    keys, values = split_heads(layer.W_k(x), kv_heads), split_heads(layer.W_v(x), kv_heads)  # kv_heads heads
     if layer.rotary is not None:  # new tokens sit at positions seen, seen + 1, ...: the cache keeps rotated keys
         queries, keys = layer.rotary(queries, keys, start=cache.seen)
     keys, values, mask = cache.append(keys, values)  # -> (batch, kv_heads, past + new, head_dim), (new, past + new)
-    output = layer.attend(queries, keys, values, mask)  # (batch, heads, new, head_dim)
-    return layer.W_o(output.transpose(1, 2).flatten(2))  # -> (batch, new, num_hiddens)
+    keys, values = _repeat_kv_heads(keys, heads // kv_heads), _repeat_kv_heads(values, heads // kv_heads)
+    dropout_p = layer.dropout.p if layer.training else 0.0  # no dropout in evaluation
+    output, _weights = _dot_product_attention(queries, keys, values, mask, dropout_p)  # (batch, heads, new, head_dim)
+    return layer.W_o(merge_heads(output))  # -> (batch, new, num_hiddens)
 
 
-def generate(layer: GroupedQueryAttention, prompt: Tensor, num_new_tokens: int, *, use_cache: bool = True) -> Tensor:
+def generate(layer: MultiHeadAttention, prompt: Tensor, num_new_tokens: int, *, use_cache: bool = True) -> Tensor:
     """Extend ``prompt`` token by token: each new token is the layer's causal output at the last position.
 
     With ``use_cache`` the prompt is read once (filling the cache) and every later step projects only
@@ -204,8 +210,8 @@ def generate(layer: GroupedQueryAttention, prompt: Tensor, num_new_tokens: int, 
         - prompt: ``(batch_size, prompt_len, num_hiddens)``
         - output: ``(batch_size, prompt_len + num_new_tokens, num_hiddens)``
     """
-    if not isinstance(layer, GroupedQueryAttention):
-        raise wrong_type("layer", _("an mha_lib.GroupedQueryAttention"), layer)
+    if not isinstance(layer, MultiHeadAttention):
+        raise wrong_type("layer", _("an mha_lib.MultiHeadAttention"), layer)
     num_hiddens = layer.W_o.out_features
     sizes = (layer.W_q.in_features, layer.W_k.in_features, layer.W_v.in_features)
     if sizes != (num_hiddens,) * 3:
@@ -220,7 +226,8 @@ def generate(layer: GroupedQueryAttention, prompt: Tensor, num_new_tokens: int, 
     require_positive_int("num_new_tokens", num_new_tokens)
     sequence = prompt
     if use_cache:
-        cache = KVCache(prompt.shape[0], layer.num_kv_heads, layer.head_dim, prompt.shape[1] + num_new_tokens,
+        kv_heads = layer.W_k.out_features // layer.head_dim  # num_heads, or a GroupedQueryAttention's num_kv_heads
+        cache = KVCache(prompt.shape[0], kv_heads, layer.head_dim, prompt.shape[1] + num_new_tokens,
                         dtype=prompt.dtype, device=prompt.device)
         newest = prompt  # the first step reads the whole prompt (the "prefill")
         for _step in range(num_new_tokens):

@@ -22,7 +22,8 @@ from ._validation import (
     require_positive_int,
     require_tensor,
 )
-from .functional import _attention, _attention_mask
+from .functional import _dot_product_attention, merge_heads, split_heads
+from .masks import _attention_mask
 
 __all__ = ["MultiHeadLatentAttention"]
 
@@ -55,7 +56,7 @@ class MultiHeadLatentAttention(nn.Module):
 
     def forward(self, x: Tensor, valid_lens: Tensor | None = None, *, causal: bool = False,
                 absorbed: bool = False) -> Tensor:
-        # the checks of the other layers' require_qkv, with x named x: everything below trusts the arguments
+        # the checks of the other layers' require_forward_arguments, x named x: everything below trusts the arguments
         require_tensor("x", x, 3, "(batch_size, seq_len, num_hiddens)")
         require_features("x", x, self.W_q.in_features, "num_hiddens")
         require_layer_dtype("x", x, self.W_q.weight)
@@ -65,7 +66,7 @@ class MultiHeadLatentAttention(nn.Module):
         if valid_lens is not None:
             require_device("valid_lens", valid_lens, x.device, other="x")
         absorbed = require_bool("absorbed", absorbed)
-        mask = _attention_mask(seq_len, seq_len, x.device, valid_lens=valid_lens, causal=causal)
+        mask = _attention_mask(seq_len, seq_len, valid_lens, causal, None, x.device)
         if mask is not None:
             mask = mask.unsqueeze(1)  # (batch or 1, queries or 1, kvpairs) -> (..., 1, ...): one mask for all heads
         latent = self.W_dkv(x)  # (batch, seq, num_hiddens) -> (batch, seq, kv_lora_rank): all that is cached
@@ -73,12 +74,11 @@ class MultiHeadLatentAttention(nn.Module):
 
     def _explicit(self, x: Tensor, latent: Tensor, mask: Tensor | None) -> Tensor:
         """Expand the latent into keys and values, then ordinary multi-head attention."""
-        heads, head_dim = self.num_heads, self.head_dim
-        queries = self.W_q(x).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, seq, head_dim)
-        keys = self.W_uk(latent).unflatten(-1, (heads, head_dim)).transpose(1, 2)  # -> (batch, heads, seq, head_dim)
-        values = self.W_uv(latent).unflatten(-1, (heads, head_dim)).transpose(1, 2)
-        output, _weights = _attention(queries, keys, values, mask, 0.0)  # (batch, heads, seq, head_dim)
-        return self.W_o(output.transpose(1, 2).flatten(2))  # -> (batch, seq, num_hiddens)
+        queries = split_heads(self.W_q(x), self.num_heads)  # (batch, seq, heads * head_dim) -> (batch, heads, seq, ...)
+        keys = split_heads(self.W_uk(latent), self.num_heads)  # (batch, seq, heads * head_dim) from the latent
+        values = split_heads(self.W_uv(latent), self.num_heads)
+        output, _weights = _dot_product_attention(queries, keys, values, mask, 0.0)  # (batch, heads, seq, head_dim)
+        return self.W_o(merge_heads(output))  # -> (batch, seq, num_hiddens)
 
     def absorbed_weights(self) -> tuple[Tensor, Tensor]:
         """The folded matrices: per head ``W_uk_h^T W_q_h`` (query side) and ``W_o_h W_uv_h`` (output side).
@@ -101,10 +101,10 @@ class MultiHeadLatentAttention(nn.Module):
         query_side, output_side = self.absorbed_weights()
         # q_h . k_h = (W_q_h x) . (W_uk_h c) = (W_uk_h^T W_q_h x) . c: a query that lives in the latent space.
         queries = torch.einsum("hrm,bnm->bhnr", query_side, x)  # (batch, seq, hiddens) -> (batch, heads, seq, rank)
-        # _attention divides by sqrt(kv_lora_rank); the explicit layer divides by sqrt(head_dim).
+        # _dot_product_attention divides by sqrt(kv_lora_rank); the explicit layer divides by sqrt(head_dim).
         queries = queries * math.sqrt(self.kv_lora_rank / self.head_dim)
         # (batch, seq, rank) -> (batch, heads, seq, rank): one latent shared by all heads (expand is a view, no copy)
         latent = latent.unsqueeze(1).expand(-1, self.num_heads, -1, -1)
-        mixed, _weights = _attention(queries, latent, latent, mask, 0.0)  # (batch, heads, seq, rank)
+        mixed, _weights = _dot_product_attention(queries, latent, latent, mask, 0.0)  # (batch, heads, seq, rank)
         # W_o_h (W_uv_h (weights @ c)) = (W_o_h W_uv_h) (weights @ c): the value up-projection joins W_o.
         return torch.einsum("ohr,bhnr->bno", output_side, mixed)  # -> (batch, seq, num_hiddens)

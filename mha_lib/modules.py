@@ -4,8 +4,8 @@ Read them in this order: :class:`DotProductAttention` (one attention), :class:`A
 way to score), :class:`MultiHeadAttention` (``num_heads`` attentions side by side) and
 :class:`GeneralMultiHeadAttention` (heads whose values have another width); :class:`~mha_lib.GroupedQueryAttention`
 (:mod:`mha_lib.grouped`) is the multi-head layer with fewer key-value heads. Each layer checks its inputs with
-one call at the top of ``forward``, then projects, folds heads and calls the computations of
-:mod:`mha_lib.functional` (see there for the dimension names).
+one call at the top of ``forward``, then projects, splits heads and calls the computations of
+:mod:`mha_lib.functional` (see there for the dimension names) on the mask of :mod:`mha_lib.masks`.
 """
 
 from __future__ import annotations
@@ -22,21 +22,21 @@ from torch import Tensor, nn
 from ._validation import (
     require_bool,
     require_dropout,
+    require_forward_arguments,
     require_heads_divide,
-    require_kv_heads_divide,
     require_positive_int,
-    require_qkv,
 )
 from .functional import (
-    _attention,
-    _attention_mask,
-    _masked_softmax,
-    _transpose_output,
-    _transpose_qkv,
+    _dot_product_attention,
+    _softmax_with_mask,
+    fold_heads,
+    merge_heads,
+    split_heads,
     transpose_output,
     transpose_qkv,
 )
 from .i18n import _
+from .masks import _attention_mask
 from .rope import RotaryEmbedding
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "GeneralMultiHeadAttention", "MultiHeadAttention"]
@@ -97,9 +97,10 @@ class DotProductAttention(nn.Module):
         self.attention_weights: Tensor | None = None
 
     def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None) -> Tensor:
-        require_qkv(queries, keys, values, 3, layer=self, valid_lens=valid_lens)
-        mask = _attention_mask(queries.shape[1], keys.shape[1], queries.device, valid_lens=valid_lens)
-        output, weights = _attention(queries, keys, values, mask, self.dropout.p if self.training else 0.0)
+        require_forward_arguments(self, queries, keys, values, valid_lens)
+        mask = _attention_mask(queries.shape[1], keys.shape[1], valid_lens, False, None, queries.device)
+        dropout_p = self.dropout.p if self.training else 0.0  # no dropout in evaluation
+        output, weights = _dot_product_attention(queries, keys, values, mask, dropout_p)
         self.attention_weights = weights.detach()
         return output
 
@@ -143,15 +144,15 @@ class AdditiveAttention(nn.Module):
         self.attention_weights: Tensor | None = None
 
     def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None) -> Tensor:
-        require_qkv(queries, keys, values, 3, layer=self, valid_lens=valid_lens)
+        require_forward_arguments(self, queries, keys, values, valid_lens)
         if self.query_size is None:  # built in d2l 1.0's form: the first valid call fixes the input sizes
             self.query_size, self.key_size = queries.shape[-1], keys.shape[-1]
-        mask = _attention_mask(queries.shape[1], keys.shape[1], queries.device, valid_lens=valid_lens)
+        mask = _attention_mask(queries.shape[1], keys.shape[1], valid_lens, False, None, queries.device)
         # Every query meets every key by broadcasting:
         # (batch, queries, 1, hiddens) + (batch, 1, kvpairs, hiddens) -> (batch, queries, kvpairs, hiddens)
         features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
         scores = self.w_v(features).squeeze(-1)  # (batch, queries, kvpairs, 1) -> (batch, queries, kvpairs)
-        weights = _masked_softmax(scores, mask)
+        weights = _softmax_with_mask(scores, mask)
         self.attention_weights = weights.detach()
         return self.dropout(weights) @ values  # -> (batch, queries, value_dim)
 
@@ -174,15 +175,18 @@ class MultiHeadAttention(nn.Module):
     queries and keys of each sequence are turned by their positions 0, 1, ..., with ``rope_base`` as the base
     of the angles; the default, None, leaves them as they are. Two paths compute the same output:
 
-    - ``need_weights=True`` (the default) folds the heads into the batch axis with ``transpose_qkv``,
-      as the d2l book does, and keeps the weights of the last call in ``.attention_weights``, shaped
-      ``(batch_size, num_heads, num_queries, num_kvpairs)`` (detached from autograd);
-    - ``need_weights=False`` hands 4-D views to PyTorch's fused ``F.scaled_dot_product_attention``,
+    - ``need_weights=True`` (the default) folds the heads into the batch axis, as the d2l book does, and keeps
+      the weights of the last call in ``.attention_weights``, shaped ``(batch_size, num_heads, num_queries,
+      num_kvpairs)`` (detached from autograd). ``.attention`` is d2l's attribute, the ``DotProductAttention`` of
+      the folded heads: ``forward`` computes what its ``forward`` would, but with the layer's one mask, and keeps
+      the dropout and the folded weights there, where d2l's Transformer reads them (``.attention.attention_weights``);
+    - ``need_weights=False`` hands the heads to PyTorch's fused ``F.scaled_dot_product_attention`` (chapter 07),
       which never stores the weights.
 
     The rules both paths follow: a query that may attend to no key gets a zero output; a hidden key gets
     weight 0, but a NaN or inf in its value still reaches the output (0 * inf is NaN, as in PyTorch);
-    float16 and bfloat16 scores are computed in float32. They differ in one case: the explicit path
+    float16 and bfloat16 scores are computed in float32; a valid length counts as if clamped to
+    ``[0, num_kvpairs]``, as in d2l. They differ in one case: the explicit path
     replaces the score of a hidden key, so even a NaN or +inf there changes nothing, while PyTorch's kernel
     adds -inf to it, which only a finite or -inf score survives (a NaN in a padded key makes its rows NaN).
 
@@ -210,46 +214,37 @@ class MultiHeadAttention(nn.Module):
         take ``head_dim``, ``v_head_dim``, ``rope`` and ``rope_base`` by keyword."""
         super().__init__()
         arguments = _bind_d2l_form(MultiHeadAttention, args, kwargs)
-        sizes = ((arguments["query_size"], arguments["key_size"], arguments["value_size"])
-                 if "query_size" in arguments else None)  # None: d2l 1.0's form
-        self._build(sizes, arguments["num_hiddens"], arguments["num_heads"], arguments["num_heads"],
-                    arguments["dropout"], arguments["bias"], head_dim=arguments["head_dim"],
-                    v_head_dim=arguments["v_head_dim"], rope=arguments["rope"], rope_base=arguments["rope_base"])
-
-    def _build(self, sizes: tuple[object, object, object] | None, num_hiddens: object, num_heads: object,
-               num_kv_heads: object, dropout: object, bias: object, *, head_dim: object = None,
-               v_head_dim: object = None, rope: object = None, rope_base: object = 10000.0) -> None:
-        """Check the arguments and make the projections; ``sizes`` (query_size, key_size, value_size) of None
-        make lazy ones, whose input sizes the first call fixes (d2l 1.0's form); ``rope`` names a convention of
-        :mod:`mha_lib.rope` or is None (no rotary position embedding)."""
-        num_hiddens = require_positive_int("num_hiddens", num_hiddens)
-        self.num_heads = num_heads = require_positive_int("num_heads", num_heads)
-        self.num_kv_heads = require_kv_heads_divide(num_heads, num_kv_heads)  # num_heads: every head its own
-        self.num_groups = num_heads // self.num_kv_heads  # query heads per key-value head
+        num_hiddens = require_positive_int("num_hiddens", arguments["num_hiddens"])
+        self.num_heads = num_heads = require_positive_int("num_heads", arguments["num_heads"])
+        head_dim, v_head_dim = arguments["head_dim"], arguments["v_head_dim"]
         if head_dim is None or v_head_dim is None:
             require_heads_divide(num_hiddens, num_heads)
         # Features per head: of the queries and keys (they meet in dot products), and of the values.
         self.head_dim = num_hiddens // num_heads if head_dim is None else require_positive_int("head_dim", head_dim)
         self.v_head_dim = (num_hiddens // num_heads if v_head_dim is None
                            else require_positive_int("v_head_dim", v_head_dim))
-        bias = require_bool("bias", bias)
-        names = ("query_size", "key_size", "value_size")
-        self.query_size, self.key_size, self.value_size = (None, None, None) if sizes is None else (
-            require_positive_int(name, size) for name, size in zip(names, sizes, strict=True))
+        bias = require_bool("bias", arguments["bias"])
+        if "query_size" in arguments:  # d2l 0.17: the input sizes are given
+            self.query_size, self.key_size, self.value_size = (
+                require_positive_int(name, arguments[name]) for name in ("query_size", "key_size", "value_size"))
+        else:  # d2l 1.0: the first call fixes the input sizes (nn.LazyLinear); None until then
+            self.query_size = self.key_size = self.value_size = None
 
         def projection(in_features: int | None, out_features: int) -> nn.Module:
             return nn.LazyLinear(out_features, bias=bias) if in_features is None else nn.Linear(
                 in_features, out_features, bias=bias)
 
         self.W_q = projection(self.query_size, num_heads * self.head_dim)
-        self.W_k = projection(self.key_size, self.num_kv_heads * self.head_dim)  # fewer heads in GQA
-        self.W_v = projection(self.value_size, self.num_kv_heads * self.v_head_dim)
+        self.W_k = projection(self.key_size, num_heads * self.head_dim)
+        self.W_v = projection(self.value_size, num_heads * self.v_head_dim)
         self.W_o = nn.Linear(num_heads * self.v_head_dim, num_hiddens, bias=bias)
-        # All heads attend in one call, with the heads folded into the batch axis; d2l's Transformer code reads
-        # the weights and the dropout of that one attention: .attention.attention_weights.
-        self.attention = DotProductAttention(require_dropout(dropout))
+        # d2l's attribute, which holds the dropout and the last weights (see the class docstring). forward does not
+        # call it: its forward takes valid_lens only, not the layer's one mask of valid_lens, causal and attn_mask,
+        # and would check the arguments again.
+        self.attention = DotProductAttention(require_dropout(arguments["dropout"]))
         # Rotary position embedding (chapter 12), off by default: it turns the queries and keys after the head split.
-        self.rotary = None if rope is None else RotaryEmbedding(self.head_dim, rope, rope_base)
+        rope = arguments["rope"]
+        self.rotary = None if rope is None else RotaryEmbedding(self.head_dim, rope, arguments["rope_base"])
 
     def forward(
         self,
@@ -262,93 +257,56 @@ class MultiHeadAttention(nn.Module):
         attn_mask: Tensor | None = None,
         need_weights: bool = True,
     ) -> Tensor:
-        require_qkv(queries, keys, values, 3, layer=self, valid_lens=valid_lens, causal=causal, attn_mask=attn_mask,
-                    need_weights=need_weights)  # the one check: everything below trusts the arguments
-        self._record_input_sizes(queries, keys, values)  # d2l 1.0's form: the first call fixes them
+        require_forward_arguments(self, queries, keys, values, valid_lens, causal, attn_mask,
+                                  need_weights)  # the one check: everything below trusts the arguments
+        if self.query_size is None:  # d2l 1.0's form: the first (valid) call fixes the input sizes
+            self.query_size, self.key_size, self.value_size = queries.shape[-1], keys.shape[-1], values.shape[-1]
         # valid_lens, causal and attn_mask become one boolean mask: (batch or 1, queries or 1, kvpairs), or None
-        mask = _attention_mask(queries.shape[1], keys.shape[1], queries.device, valid_lens=valid_lens,
-                               causal=causal, attn_mask=attn_mask)
+        mask = _attention_mask(queries.shape[1], keys.shape[1], valid_lens, causal, attn_mask, queries.device)
         # 1. Project: (batch, queries or kvpairs, *_size) -> (batch, queries or kvpairs, heads * head_dim)
         queries, keys, values = self.W_q(queries), self.W_k(keys), self.W_v(values)
-        # 2. Split the heads: with the weights kept, fold them into the batch axis as d2l does (transpose_qkv),
-        # (batch, seq, heads * head_dim) -> (batch * heads, seq, head_dim); else (batch, heads, seq, head_dim)
-        queries, keys, values, mask = self._split_heads(queries, keys, values, mask, fold=need_weights)
-        # 3. Attend: scores, mask, softmax, dropout and weighted sum, every head of every sequence in one call
-        if need_weights:  # d2l's way, which keeps the weights: -> (batch * heads, queries, v_head_dim)
-            output = self._attend_folded(queries, keys, values, mask)
-        else:  # PyTorch's fused kernel, which keeps none: -> (batch, heads, queries, v_head_dim)
-            output = self._attend_fused(queries, keys, values, mask)
-        # 4. Concatenate the heads, undoing step 2 (d2l's transpose_output): -> (batch, queries, heads * v_head_dim)
-        output = _transpose_output(output, self.num_heads) if need_weights else output.transpose(1, 2).flatten(2)
+        # 2. Split the heads: (batch, seq, heads * head_dim) -> (batch, heads, seq, head_dim), views
+        queries = split_heads(queries, self.num_heads)
+        keys, values = self._split_kv_heads(keys, values)  # GroupedQueryAttention: fewer heads, shared
+        if self.rotary is not None:  # rope: turn each head's queries and keys by their positions (chapter 12)
+            queries, keys = self.rotary(queries, keys)
+        if not need_weights:  # steps 3 to 5 with PyTorch's fused kernel (chapter 07), which keeps no weights
+            mask = None if mask is None else mask.unsqueeze(1)  # -> (batch or 1, 1, queries or 1, kvpairs): every head
+            return self.W_o(merge_heads(self._fused_attention(queries, keys, values, mask)))
+        # 3. Attend, every head of every sequence in one call: fold the heads into the batch axis as d2l does,
+        # (batch, heads, seq, head_dim) -> (batch * heads, seq, head_dim), sequence 0's heads first
+        queries, keys, values = fold_heads(queries), fold_heads(keys), fold_heads(values)
+        if mask is not None and mask.size(0) > 1:  # a batch of one broadcasts over the folded axis as it is
+            mask = mask.repeat_interleave(self.num_heads, dim=0)  # [m0, m1] -> [m0, m0, m1, m1]: a sequence's heads
+        dropout_p = self.attention.dropout.p if self.training else 0.0  # no dropout in evaluation
+        output, weights = _dot_product_attention(queries, keys, values, mask, dropout_p)
+        self.attention.attention_weights = weights.detach()  # (batch * heads, queries, kvpairs), as in d2l
+        # 4. Concatenate the heads (d2l's transpose_output): (batch * heads, queries, v_head_dim) ->
+        # (batch, heads, queries, v_head_dim) -> (batch, queries, heads * v_head_dim)
+        output = merge_heads(output.unflatten(0, (-1, self.num_heads)))
         # 5. Mix what the heads found: (batch, queries, heads * v_head_dim) -> (batch, queries, num_hiddens)
         return self.W_o(output)
 
-    # ----- the steps of forward, one call away ----------------------------------------------------------------
+    def _split_kv_heads(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
+        """Step 2 for the projected keys and values: one head for every query head, ``(batch, kvpairs,
+        heads * head_dim) -> (batch, heads, kvpairs, head_dim)``; :class:`~mha_lib.GroupedQueryAttention` splits
+        them into fewer heads and shares each with its group."""
+        return split_heads(keys, self.num_heads), split_heads(values, self.num_heads)
 
-    def _record_input_sizes(self, queries: Tensor, keys: Tensor, values: Tensor) -> None:
-        """A layer built in d2l 1.0's form learns its input sizes from its first (valid) call, as ``nn.LazyLinear``
-        does; until then ``query_size``, ``key_size`` and ``value_size`` are None."""
-        if self.query_size is None:
-            self.query_size, self.key_size, self.value_size = queries.shape[-1], keys.shape[-1], values.shape[-1]
-
-    def _split_heads(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None, *,
-                     fold: bool) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
-        """Step 2: give every head its own slice of the features, and the mask the same layout.
-
-        With ``fold`` (d2l's ``transpose_qkv``, chapter 03) the heads join the batch axis, sequence 0's heads
-        first: ``(batch, seq, heads * head_dim) -> (batch * heads, seq, head_dim)`` (a copy), the mask
-        ``(batch, queries or 1, kvpairs) -> (batch * heads, ...)``. Without, they get an axis of their own, as
-        PyTorch's kernel takes them: ``-> (batch, heads, seq, head_dim)`` (views), the mask
-        ``-> (batch or 1, 1, queries or 1, kvpairs)``. Keys and values have ``num_kv_heads`` heads. With ``rope``
-        set, each head's queries and keys are then turned by their positions (chapter 12).
-        """
-        heads, kv_heads = self.num_heads, self.num_kv_heads
-        if fold:
-            queries = _transpose_qkv(queries, heads)
-            keys, values = _transpose_qkv(keys, kv_heads), _transpose_qkv(values, kv_heads)
-            if mask is not None and mask.size(0) > 1:  # a batch of one broadcasts over the folded axis as it is
-                mask = mask.repeat_interleave(heads, dim=0)  # [m0, m1] -> [m0, m0, m1, m1]: a sequence's heads
-        else:
-            queries = queries.unflatten(-1, (heads, -1)).transpose(1, 2)
-            keys = keys.unflatten(-1, (kv_heads, -1)).transpose(1, 2)
-            values = values.unflatten(-1, (kv_heads, -1)).transpose(1, 2)
-            mask = None if mask is None else mask.unsqueeze(1)  # one mask for every head
-        if self.rotary is not None:  # rope: turn each head's queries and keys by their positions (chapter 12)
-            queries, keys = self.rotary(queries, keys)
-        return queries, keys, values, mask
-
-    def _attend_folded(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
-        """Step 3 with the heads folded into the batch axis; keeps the weights in ``.attention.attention_weights``.
-
-        Shape:
-            - queries: ``(batch_size * num_heads, num_queries, head_dim)``
-            - keys, values: ``(batch_size * num_kv_heads, num_kvpairs, head_dim or v_head_dim)``
-            - mask: boolean, broadcastable to ``(batch_size * num_heads, num_queries, num_kvpairs)``, or None
-            - output: ``(batch_size * num_heads, num_queries, v_head_dim)``
-        """
-        if self.num_groups > 1:  # grouped-query attention: each key-value head serves num_groups query heads
-            keys = keys.repeat_interleave(self.num_groups, dim=0)  # (batch * kv_heads, ...) -> (batch * heads, ...)
-            values = values.repeat_interleave(self.num_groups, dim=0)
-        dropout_p = self.attention.dropout.p if self.training else 0.0  # no dropout in evaluation
-        output, weights = _attention(queries, keys, values, mask, dropout_p)
-        self.attention.attention_weights = weights.detach()
-        return output
-
-    def _attend_fused(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
-        """Step 3 in PyTorch's fused ``F.scaled_dot_product_attention``, which stores no weights
-        (``.attention_weights`` becomes None); ``enable_gqa`` lets a key-value head serve its group in place.
+    def _fused_attention(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
+        """Step 3 in PyTorch's fused ``F.scaled_dot_product_attention`` (chapter 07), which stores no weights:
+        ``.attention_weights`` becomes None.
 
         Shape:
             - queries: ``(batch_size, num_heads, num_queries, head_dim)``
-            - keys, values: ``(batch_size, num_kv_heads, num_kvpairs, head_dim or v_head_dim)``
+            - keys, values: ``(batch_size, num_heads, num_kvpairs, head_dim or v_head_dim)``
             - mask: boolean, broadcastable to ``(batch_size, num_heads, num_queries, num_kvpairs)``, or None
             - output: ``(batch_size, num_heads, num_queries, v_head_dim)``
         """
-        if self.attention.attention_weights is not None:  # (nn.Module's setattr costs as much as a small kernel)
+        if self.attention.attention_weights is not None:  # those of an earlier call: this one keeps none
             self.attention.attention_weights = None
         dropout_p = self.attention.dropout.p if self.training else 0.0  # no dropout in evaluation
-        return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p,
-                                              enable_gqa=self.num_groups > 1)
+        return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout_p)
 
     def transpose_qkv(self, X: Tensor) -> Tensor:
         """d2l 1.0's method: :func:`mha_lib.transpose_qkv` with this layer's ``num_heads``."""
@@ -377,10 +335,11 @@ class GeneralMultiHeadAttention(MultiHeadAttention):
     Scores only need queries and keys of one size; the values may have another, and
     ``W_o`` maps the ``num_heads * v_size`` concatenated features to ``num_hiddens``.
     Only the widths of the four projections differ from :class:`~mha_lib.MultiHeadAttention`:
-    the forward pass is inherited unchanged (masks, ``causal``, ``need_weights``), and
-    ``head_dim`` is ``qk_size``, the size that sets the scale ``1/sqrt(qk_size)``. With
-    ``qk_size = v_size = num_hiddens // num_heads`` it is the standard layer, with the same
-    parameter names and shapes, so ``load_state_dict`` copies weights from one to the other.
+    the forward pass is inherited unchanged (masks, ``causal``, ``need_weights``). The layer stores
+    the two widths under the names every layer uses, ``head_dim = qk_size`` (the size that sets the scale
+    ``1/sqrt(qk_size)``) and ``v_head_dim = v_size``. With ``qk_size = v_size = num_hiddens // num_heads``
+    it is the standard layer, with the same parameter names and shapes, so ``load_state_dict`` copies
+    weights from one to the other.
 
     Shape:
         - queries: ``(batch_size, num_queries, query_size)``
@@ -405,19 +364,3 @@ class GeneralMultiHeadAttention(MultiHeadAttention):
         super().__init__(key_size, query_size, value_size, num_hiddens, num_heads, dropout, bias,
                          head_dim=require_positive_int("qk_size", qk_size),
                          v_head_dim=require_positive_int("v_size", v_size))
-
-    @property
-    def qk_size(self) -> int:
-        """Query and key features per head: ``head_dim``, under the name this constructor takes."""
-        return self.head_dim
-
-    @property
-    def v_size(self) -> int:
-        """Value features per head: ``v_head_dim``, under the name this constructor takes."""
-        return self.v_head_dim
-
-
-# Shift-Tab and help() show a constructor's signature: that of d2l 0.17's form (the one this collection follows),
-# not (*args, **kwargs); the class docstrings give both forms.
-for _layer in (AdditiveAttention, MultiHeadAttention):
-    _layer.__init__.__signature__ = inspect.signature(typing.get_overloads(_layer.__init__)[0])

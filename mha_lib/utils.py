@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from ._validation import require_called, require_positive_int, wrong_type
+from .grouped import GroupedQueryAttention
 from .i18n import _
 from .modules import MultiHeadAttention
 
@@ -62,7 +63,7 @@ def to_torch_mha(mha: MultiHeadAttention) -> nn.MultiheadAttention:
     if not isinstance(mha, MultiHeadAttention):
         raise wrong_type("mha", _("an mha_lib.MultiHeadAttention"), mha)
     require_called(mha)
-    if mha.num_kv_heads != mha.num_heads:
+    if isinstance(mha, GroupedQueryAttention) and mha.num_kv_heads != mha.num_heads:
         template = _("nn.MultiheadAttention has one key-value head per query head; "
                      "mha has num_kv_heads={num_kv_heads} for num_heads={num_heads}")
         raise ValueError(template.format(num_kv_heads=mha.num_kv_heads, num_heads=mha.num_heads))

@@ -61,7 +61,8 @@ def test_head_weights_figure_checks_its_input():
 def test_source_with_helpers_follows_calls_into_the_same_module():
     source = source_with_helpers(transpose_qkv)
     assert source.startswith("def transpose_qkv(")
-    assert ".permute(0, 2, 1, 3)" in source  # the code that really moves the numbers, wherever it lives
+    # the code that really moves the numbers, wherever it lives: the head split every layer uses, then the fold
+    assert "def split_heads(" in source and ".permute(0, 2, 1, 3)" in source and "def fold_heads(" in source
     assert "def require_" not in source  # argument checks from another module are not printed
     with pytest.raises(TypeError, match="function"):
         source_with_helpers(len)

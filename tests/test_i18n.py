@@ -400,9 +400,9 @@ ERRORS = {
         lambda: MultiHeadAttention(**MHA, num_heads=2, dropout=1.5), ValueError, "概率", ["dropout", "1.5"]),
     "integer scores": (
         lambda: masked_softmax(torch.ones(2, 3, 4, dtype=torch.long)), TypeError, "浮点张量", ["X", "torch.int64"]),
-    "valid lengths beyond the keys": (
-        lambda: masked_softmax(torch.ones(2, 3, 5), torch.tensor([6, 1])), ValueError, "之内",
-        ["valid_lens", "[0, 5]", "6"]),
+    "a fractional valid length": (
+        lambda: masked_softmax(torch.ones(2, 3, 5), torch.tensor([2.5, 1.0])), ValueError, "没有意义",
+        ["valid_lens", "2.5"]),
     "queries, keys and values of different dtypes": (
         lambda: dot_product_attention(torch.ones(1, 2, 4), torch.ones(1, 2, 4, dtype=torch.float64),
                                       torch.ones(1, 2, 4)), TypeError, "dtype 必须相同",

@@ -146,7 +146,7 @@ def test_cache_rejects_wrong_shapes_and_overflow():
         cache.append(torch.zeros(2, 2, 4, 4), torch.zeros(2, 2, 4, 4))
     with pytest.raises(ValueError, match="head_dim must be a positive int"):
         KVCache(2, 2, 0, 3)
-    with pytest.raises(TypeError, match="layer must be an mha_lib.GroupedQueryAttention"):
+    with pytest.raises(TypeError, match="layer must be an mha_lib.MultiHeadAttention"):
         attend_with_cache(torch.nn.Linear(2, 2), torch.zeros(1, 1, 2), cache)
     with pytest.raises(ValueError, match="num_new_tokens must be a positive int"):
         generate(layer(2), torch.zeros(1, 2, 24, dtype=torch.float64), 0)
@@ -218,8 +218,9 @@ def test_mla_checks_devices_and_flags_as_the_other_layers_do():
         mla(x, torch.tensor([3, 1], device="meta"))  # raised PyTorch's "Cannot copy out of meta tensor"
     with pytest.raises(TypeError, match=r"absorbed must be True or False, got 'no' \(a str\)"):
         mla(x, absorbed="no")  # was taken as True
-    with pytest.raises(ValueError, match=r"valid_lens must lie in \[0, 3\]"):
-        mla(x, torch.tensor([3, 4]))
+    x = torch.randn(2, 3, 16)  # a length above seq_len counts as seq_len, as in the other layers (and in d2l)
+    torch.testing.assert_close(mla(x, torch.tensor([3, 4])), mla(x, torch.tensor([3, 3])))
+    assert not torch.allclose(mla(x, torch.tensor([3, 4])), mla(x, torch.tensor([3, 2])))
 
 
 def test_mla_stores_its_sizes_as_python_ints():

@@ -280,7 +280,7 @@ def test_the_chapter_names_the_same_kv_cache_as_the_core():
 
 
 def test_sequence_mask_does_not_call_its_steps_key_value_pairs():
-    with pytest.raises(ValueError, match=r"valid_len must hold whole numbers .*got 1.5: a length of 1.5 has") as error:
+    with pytest.raises(ValueError, match=r"valid_lens must hold whole numbers .*got 1.5: a length of 1.5 has") as error:
         sequence_mask(torch.zeros(2, 3), torch.tensor([1.5, 2.0]))
     assert "key-value" not in str(error.value)
 
@@ -300,7 +300,8 @@ def test_kv_cache_names_a_wrong_dtype(dtype, error, words):
 # ----- 9. one value under two names is stored once ----------------------------------------------------------------
 
 
-def test_general_layer_reads_qk_size_and_v_size_from_head_dim_and_v_head_dim():
+def test_general_layer_stores_qk_size_and_v_size_under_the_one_name_of_each_size():
     layer = GeneralMultiHeadAttention(8, 8, 8, 16, 2, qk_size=3, v_size=5)
-    assert (layer.qk_size, layer.v_size) == (layer.head_dim, layer.v_head_dim) == (3, 5)
-    assert not {"qk_size", "v_size"} & set(vars(layer))  # not a second copy that could drift from the first
+    assert (layer.head_dim, layer.v_head_dim) == (3, 5)
+    assert layer.W_q.out_features == layer.W_k.out_features == 2 * 3 and layer.W_v.out_features == 2 * 5
+    assert not hasattr(layer, "qk_size") and not hasattr(layer, "v_size")  # one name per size, as in every layer
