@@ -6,10 +6,12 @@ against ``torch.nn.MultiheadAttention`` in interleaved pairs, at bench_mha's sma
 allows before anyone tunes for it:
 
 - ``layer``: ``mha_lib.MultiHeadAttention`` as it ships;
-- ``layer, no check``: the same call with its one argument check (``require_qkv``) replaced by nothing;
+- ``layer, no check``: the same call with its one argument check (``require_forward_arguments``) replaced by
+  nothing;
 - ``inline``: the layer's steps written out in one function: no check, no call of the layer itself, no stored
   weights, only the calls of its four ``nn.Linear`` and of mha_lib's computations (``_attention_mask``,
-  ``_transpose_qkv``, ``_attention``, ``_transpose_output``); with the weights kept this is d2l's fold;
+  ``split_heads``, ``fold_heads``, ``_dot_product_attention``, ``merge_heads``); with the weights kept this is
+  d2l's fold;
 - ``inline, 4-D``: as ``inline``, but the heads get an axis of their own (views) instead of d2l's fold (copies);
 - ``inline, packed``: as ``inline, 4-D``, with the three input projections packed into one matrix product,
   as PyTorch packs them.
@@ -37,7 +39,8 @@ from torch import Tensor
 
 import mha_lib
 from mha_chapters.bench.timing import machine_summary, paired_times
-from mha_lib.functional import _attention, _attention_mask, _transpose_output, _transpose_qkv
+from mha_lib.functional import _dot_product_attention, fold_heads, merge_heads, split_heads
+from mha_lib.masks import _attention_mask
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_mha import SIZES  # noqa: E402  (the small size of the benchmark whose goals this one checks)
@@ -51,18 +54,18 @@ def inline(mha: mha_lib.MultiHeadAttention, *, keep_weights: bool, fold: bool = 
     heads = mha.num_heads
 
     def attend(x: Tensor, valid_lens: Tensor) -> Tensor:
-        mask = _attention_mask(x.shape[1], x.shape[1], x.device, valid_lens=valid_lens)  # (batch, 1, kvpairs)
+        mask = _attention_mask(x.shape[1], x.shape[1], valid_lens, False, None, x.device)  # (batch, 1, kvpairs)
         if packed is None:
             queries, keys, values = mha.W_q(x), mha.W_k(x), mha.W_v(x)
         else:
             queries, keys, values = F.linear(x, packed).chunk(3, dim=-1)
         if keep_weights and fold:  # d2l: (batch * heads, seq, head_dim), copies
-            queries, keys, values = (_transpose_qkv(X, heads) for X in (queries, keys, values))
-            output, _ = _attention(queries, keys, values, mask.repeat_interleave(heads, dim=0), 0.0)
-            return mha.W_o(_transpose_output(output, heads))
+            queries, keys, values = (fold_heads(split_heads(X, heads)) for X in (queries, keys, values))
+            output, _ = _dot_product_attention(queries, keys, values, mask.repeat_interleave(heads, dim=0), 0.0)
+            return mha.W_o(merge_heads(output.unflatten(0, (-1, heads))))
         queries, keys, values = (X.unflatten(-1, (heads, -1)).transpose(1, 2) for X in (queries, keys, values))
         if keep_weights:  # (batch, heads, seq, head_dim), views; the mask broadcasts over the heads
-            output, _ = _attention(queries, keys, values, mask.unsqueeze(1), 0.0)
+            output, _ = _dot_product_attention(queries, keys, values, mask.unsqueeze(1), 0.0)
         else:
             output = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask.unsqueeze(1))
         return mha.W_o(output.transpose(1, 2).flatten(2))
@@ -99,7 +102,7 @@ def main() -> None:
     x = torch.randn(size.batch_size, seq_len, d)
     valid_lens = torch.tensor([seq_len - 3 - i % 4 for i in range(size.batch_size)])
     padding = ~mha_lib.valid_lens_mask(valid_lens, seq_len)  # PyTorch's polarity: True = ignore
-    unchecked = mock.patch("mha_lib.modules.require_qkv", lambda *args, **kwargs: None)
+    unchecked = mock.patch("mha_lib.modules.require_forward_arguments", lambda *args, **kwargs: None)
     with mha_lib.cpu_threads(size.threads), torch.inference_mode():
         print(f"torch {torch.__version__}; {machine_summary()}; batch {size.batch_size}, seq {seq_len}, hiddens {d}, "
               f"heads {size.num_heads}, padding mask; median (quartiles) of {args.pairs} pair ratios "
