@@ -1,8 +1,8 @@
 """The library's own code, printed on the page: a function's source with the helpers it calls.
 
-A public function often checks its arguments and hands the work to a private helper of the same module
-(``transpose_qkv`` calls ``_transpose_qkv``). :func:`source_with_helpers` returns both, read from the
-installed source, so a chapter that prints it always shows the code that really runs.
+A public function often checks its arguments and hands the work to helpers of the same module
+(``transpose_qkv`` calls ``split_heads`` and ``fold_heads``). :func:`source_with_helpers` returns them all, read
+from the installed source, so a chapter that prints it always shows the code that really runs.
 """
 
 from __future__ import annotations

@@ -3,11 +3,11 @@
 The names and signatures are those of the d2l book's Chinese edition 2.0 (the ``d2l`` 0.17 package):
 d2l 0.17's and d2l 1.0's own Transformer and BERT code runs unchanged with ``mha_lib.MultiHeadAttention`` in place
 of d2l's. ``set_language("zh_CN")`` makes the library's errors Chinese.
-Read the implementation in the order ``functional`` (masks, the masked softmax, attention, the head reshapes),
-``modules`` (the layers; one ``forward`` for multi-head and grouped-query attention), then ``grouped``, ``kv_cache``
-(decoding with a cache), ``rope`` (rotary position embedding), ``latent`` (MLA) and ``flex``;
-``_validation`` holds the argument checks they share, ``masks`` names the mask builders of ``functional``,
-``utils`` the seed, device and conversion helpers, ``i18n`` the language of the errors.
+Read the implementation in the order ``masks`` (the boolean masks, True = may attend), ``functional`` (the masked
+softmax, attention, the head split and merge), ``modules`` (the layers: ``MultiHeadAttention.forward`` reads top to
+bottom), then ``grouped`` (grouped-query attention, a subclass that shares key-value heads), ``kv_cache`` (decoding
+with a cache), ``rope`` (rotary position embedding), ``latent`` (MLA) and ``flex``; ``_validation`` holds the
+argument checks they share, ``utils`` the seed, device and conversion helpers, ``i18n`` the language of the errors.
 The chapters' helpers, figures, exercises and benchmarks are another package, ``mha_chapters``, built on this one.
 """
 
