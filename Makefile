@@ -13,7 +13,8 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 CHAPTERS := $(patsubst notebooks/%,chapters/%,$(NOTEBOOKS))
 # tools/wakeful_kernel.py: a client that cannot sleep through a cell's reply (once it waited 600 s for one);
 # python -m puts the repository root on the import path, so that tools imports.
-EXECUTE := $(BIN)/python -m jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.kernel_name=python3 \
+# MHA_STORE_OUTPUTS: the outputs are to be stored, so a timing cell first waits for quiet (mha_chapters/bench/quiet.py).
+EXECUTE := MHA_STORE_OUTPUTS=1 $(BIN)/python -m jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.kernel_name=python3 \
 	--ExecutePreprocessor.kernel_manager_class=tools.wakeful_kernel.WakefulKernelManager \
 	--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False
 # A stored output must not carry facts of the machine that ran it (CPU model, caches, cores): tools/machine_facts.py

@@ -95,15 +95,20 @@ def test_the_watch_measures_this_machine_and_reports_it(capsys):
     assert machine.stop() is result  # the first stop ends the watch
 
 
-def test_an_unattended_run_waits_for_quiet_a_reader_never(monkeypatch):
+def test_storing_outputs_waits_for_quiet_a_reader_or_test_never(monkeypatch):
     busy = iter([0.9, 0.8, 0.3])
     monkeypatch.setattr(watch, "busy_cores", lambda start, end: next(busy))
     monkeypatch.setattr(watch.time, "sleep", lambda seconds: None)
-    monkeypatch.setattr(watch, "_executed_unattended", lambda: True)
+    monkeypatch.setenv(watch.STORE_OUTPUTS_VARIABLE, "1")
     assert watch.watch_machine()._before == 0.3  # waited through 0.9 and 0.8
     busy = iter([0.9])
-    monkeypatch.setattr(watch, "_executed_unattended", lambda: False)
+    monkeypatch.delenv(watch.STORE_OUTPUTS_VARIABLE)
     assert watch.watch_machine()._before == 0.9  # a reader's run starts at once, and its report says 0.9
+
+
+def test_the_makefile_stores_outputs_with_the_variable_set():
+    makefile = (ROOT / "Makefile").read_text()
+    assert f"EXECUTE := {watch.STORE_OUTPUTS_VARIABLE}=1 " in makefile
 
 
 def notebook_with(source, provenance_fields=None):

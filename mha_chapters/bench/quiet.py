@@ -15,10 +15,10 @@ whether something did, both from Linux's ``/proc/stat`` less this process's own 
 
 ``report`` shows them with the threads, PyTorch's version, the date and the device, and attaches them to the cell's
 output as metadata (``PROVENANCE_KEY``), so that ``tools/quiet.py --check`` and the tests can read every stored
-timing's provenance in any language. When a notebook is executed for its stored outputs (``make outputs``), the
-watch first waits, up to ``WAIT_S`` seconds, for the other processes to fall quiet; a reader's own run never waits,
-and its report says how busy the reader's machine was. Where ``/proc/stat`` does not exist (macOS, Windows) the
-other processes are not measured, and the report says so.
+timing's provenance in any language. When a notebook is executed for its stored outputs (``make outputs`` sets
+``STORE_OUTPUTS_VARIABLE``), the watch first waits, up to ``WAIT_S`` seconds, for the other processes to fall quiet;
+a reader's own run, and a test's, never waits, and its report says how busy the machine was. Where ``/proc/stat``
+does not exist (macOS, Windows) the other processes are not measured, and the report says so.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from ..i18n import _, _executed_unattended
+from ..i18n import _
 from .timing import threads_text
 
 __all__ = ["PROVENANCE_KEY", "QUIET_BEFORE", "QUIET_DURING", "BusyMachineError", "MachineWatch", "Provenance",
@@ -43,6 +43,7 @@ QUIET_DURING = 0.1  # cores other processes may use while it runs
 SAMPLE_S = 1.0  # how long "before" is
 WAIT_S = 120.0  # how long an unattended run waits for quiet before timing anyway (the check then refuses it)
 PROVENANCE_KEY = "mha_notebooks/timing_provenance"  # the output metadata that carries it
+STORE_OUTPUTS_VARIABLE = "MHA_STORE_OUTPUTS"  # set to 1 by the Makefile's EXECUTE, which stores what a notebook prints
 _BUSY_FIELDS = (0, 1, 2, 5, 6)  # /proc/stat's user, nice, system, irq, softirq (not idle, iowait, steal or guest)
 
 
@@ -196,7 +197,9 @@ def _rounded(value: float | None) -> float | None:
 def watch_machine(device: str = "cpu", wait: bool | None = None) -> MachineWatch:
     """Start watching how busy the rest of the machine is while this cell times something on ``device``.
 
-    ``wait``: first wait up to ``WAIT_S`` seconds for the other processes to fall quiet; by default only when the
-    outputs are being stored (a notebook executed unattended); a recorder (``benchmarks/``) passes True.
+    ``wait``: first wait up to ``WAIT_S`` seconds for the other processes to fall quiet; by default only while the
+    outputs are being stored (``STORE_OUTPUTS_VARIABLE`` is 1); a recorder (``benchmarks/``) passes True.
     """
-    return MachineWatch(str(device), _executed_unattended() if wait is None else wait).start()
+    if wait is None:
+        wait = os.environ.get(STORE_OUTPUTS_VARIABLE) == "1"
+    return MachineWatch(str(device), wait).start()
