@@ -109,7 +109,13 @@ def test_no_secret_reaches_the_autograded_notebook(tmp_path_factory, path):
     for notebook in autograded:
         text = notebook.read_text()
         assert SEED not in text and seed not in text, notebook
-        assert "grade_cells" not in text.replace('"grade_cells"', "")  # no row of the gradebook printed
+        nb = nbformat.read(notebook, as_version=4)
+        for cell in nb.cells:  # outputs only in the graded test cells, and only the grader's: nothing printed
+            if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade"):
+                assert cell.outputs == [], (notebook, cell.source[:80])
+            for output in cell.get("outputs", []):
+                assert output.output_type in ("stream", "error"), output
+                assert "grade_cells" not in json.dumps(output) and "BEGIN SOLUTION" not in json.dumps(output)
     with sqlite3.connect(course / "gradebook.db") as db:  # the source cells as generate_assignment stored them
         assert db.execute("select count(*) from source_cell").fetchone()[0] > 0
     for student in ("cheat_files_for_later",):
