@@ -168,7 +168,7 @@ def mentions(source: str, library: list[str]) -> list[str]:
     wanted = {path.rpartition(".")[2].rpartition(":")[2]: path for path in library}
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     found = set()
     for node in ast.walk(tree):
@@ -322,12 +322,14 @@ def _bwrap_works(bwrap: str) -> bool:
 def sandbox_command(python: str, packages: list[Path], work: str = "/submission", user: str = "",
                     unsafe: bool = False, memory_mb: int = 4096, timeout: int = 300) -> tuple[list[str], list[str]]:
     """The command that runs tools/grade_runner.py on its standard input, and the folders of the two packages as it
-    sees them: bubblewrap, else as ``user``, else (only with ``unsafe``) as this user. Raises RuntimeError with what
+    sees them: with ``unsafe``, as this user; else under bubblewrap, else as ``user``. Raises RuntimeError with what
     to install when there is no sandbox."""
     limits = ["timeout", "--kill-after=5", str(timeout), "prlimit", f"--as={memory_mb * 2**20}",
               f"--fsize={64 * 2**20}", "--"]
     runner = [python, "-I", "-c", RUNNER]
     outside = sorted({str(package.parent) for package in packages})
+    if unsafe:  # asked for by name: no sandbox, even where there is one
+        return [*limits, "env", "-i", "PATH=/usr/bin", "MPLBACKEND=Agg", "OMP_NUM_THREADS=1", *runner], outside
     bwrap = shutil.which("bwrap")
     if bwrap and _bwrap_works(bwrap):
         binds = []
@@ -347,8 +349,6 @@ def sandbox_command(python: str, packages: list[Path], work: str = "/submission"
     if user:
         return [*limits, "runuser", "-u", user, "--", "env", "-i", "PATH=/usr/bin", "MPLBACKEND=Agg",
                 "OMP_NUM_THREADS=1", "HOME=.", *runner], outside
-    if unsafe:
-        return [*limits, "env", "-i", "PATH=/usr/bin", "MPLBACKEND=Agg", "OMP_NUM_THREADS=1", *runner], outside
     raise RuntimeError(INSTALL)
 
 
@@ -372,10 +372,12 @@ def run_sandboxed(steps: list, packages: list[Path] | None = None, **options) ->
     for line in out[:64 * 2**20].decode(errors="replace").splitlines():
         try:
             result = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not data: nested too deep, or not JSON
             continue
         if type(result) is dict and type(result.get("probe")) is str and result["probe"] not in results:
-            results[result["probe"]] = result  # the first line for a probe is the runner's: it writes in order
+            # the first line for a probe counts; one that the student's code wrote before the runner's is the
+            # student's answer like any other (it holds values the grader judges, never a grade)
+            results[result["probe"]] = result
     return results
 
 
@@ -413,7 +415,11 @@ try:
                     continue
                 if meta.get("grade_id") in tests:
                     spec, prepared, answer = tests[meta["grade_id"]]
-                    message = judge(spec, results.get(meta["grade_id"]), prepared, answer)
+                    try:
+                        message = judge(spec, results.get(meta["grade_id"]), prepared, answer)
+                    except Exception:  # noqa: BLE001 - data the judgement cannot read is a wrong answer
+                        message = _("{name} cannot be graded: use numbers, strings, tuples, lists, sets, "
+                                    "tensors").format(name=spec["name"])
                 else:
                     message = _("this test is not in the course's source notebook")
                 if message is None:

@@ -187,13 +187,25 @@ for _cell in json.loads(_other.read_text())["cells"]:
     if _cell.get("metadata", {{}}).get("nbgrader", {{}}).get("solution") and _cell["cell_type"] == "code":
         exec("".join(_cell["source"]), globals())
 ''',
-    # The grader's result channel forged: fake result lines on the original standard output, then leave.
+    # The grader's result channel forged: result lines for every graded test cell (their ids are in the released
+    # notebook's metadata) written to the original standard output before the grader's own, then leave.
     "forged_report": '''\
 import json, os
-for _probe in range(40):
-    os.write(1, (json.dumps({{"probe": _probe, "ok": True, "score": 1000, "value": 1000}}) + "\\n").encode())
-os.write(1, b'{{"done": true}}\\n')
+for _probe in {probes}:
+    for _line in ({{"probe": _probe, "value": 0, "outputs": [{{"value": 0}}] * 16, "alias": False, "ok": True}},
+                  {{"probe": _probe, "value": [1, 2, 3, 4], "score": 1000}}):
+        os.write(1, (json.dumps(_line) + "\\n").encode())
 os._exit(0)
+''',
+    # Data the grader cannot read: nested too deep for a parser, a set of things that do not sort, a huge line.
+    "grader_crash": '''\
+import os
+for _probe in {probes}:
+    os.write(1, ('{{"probe": "' + _probe + '", "value": ' + "[" * 100000 + "]" * 100000 + "}}\\n").encode())
+    os.write(1, ('{{"probe": "' + _probe + '", "value": {{"set": [1, "a", [2]]}}, "outputs": "x"}}\\n').encode())
+os.write(1, b"[" * 10**7)
+{functions} = lambda *args, **kwargs: {{"set": [1, "a"]}}
+{values} = {{1, "a", (2,)}}
 ''',
     # A function exercise answered by the library's own function: aliased, wrapped, or reached through strings
     # (henry, §4: worked, ch09 ex. 2 1/1).
@@ -212,13 +224,14 @@ def my_masked_softmax(X, valid_lens):
 }
 
 
-def cheat_source(name: str, course: str, functions: list[str], values: list[str]) -> str:
-    """The first answer cell of the attack ``name`` for a chapter whose answers define ``functions`` and ``values``."""
+def cheat_source(name: str, course: str, functions: list[str], values: list[str], probes: list[str]) -> str:
+    """The first answer cell of the attack ``name`` for a chapter whose answers define ``functions`` and ``values``,
+    and whose graded test cells have the grade ids ``probes``."""
     code = CHEATS[name]
     if name == "hex_exec":
         return code.format(hex=_TRANSFORMER.encode().hex())
     if name == "base64_eval":
         import base64
         return code.format(b64=base64.b64encode(_TRANSFORMER.encode()).decode())
-    return code.format(course=course, functions=" = ".join(functions) or "_unused",
+    return code.format(course=course, functions=" = ".join(functions) or "_unused", probes=repr(probes),
                        values=" = ".join(values) or "_none", first_function=(functions or ["_unused"])[0])

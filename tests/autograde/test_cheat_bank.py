@@ -47,7 +47,9 @@ def cheating(course: Path, path: Path, name: str) -> nbformat.NotebookNode:
             f, v = _defined(cell.source)
             functions += [n for n in f if n not in functions]
             values += [n for n in v if n not in values]
-    code = cheat_source(name, str(course.resolve()), functions, values)
+    probes = [c.metadata["nbgrader"]["grade_id"] for c in release.cells
+              if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
+    code = cheat_source(name, str(course.resolve()), functions, values, probes)
     first = next(c for g, c in _solutions(release).items() if g not in explain)
     first.source = code
     return release
