@@ -268,10 +268,14 @@ def probe_step(spec: dict, grade_id: str) -> dict:
 
 
 def _setup_code(source: str) -> str:
-    """A set-up cell as plain Python: IPython's magics translated by IPython, then dropped (no display here)."""
+    """A cell as plain Python: IPython's magics translated by IPython, then dropped (no display here)."""
     from IPython.core.inputtransformer2 import TransformerManager
-    code = TransformerManager().transform_cell(source)
-    return "\n".join(line for line in code.splitlines() if "get_ipython()" not in line)
+    try:
+        code = TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 - a cell IPython cannot read either: it fails in the sandbox as it is
+        return source
+    written = set(source.splitlines())  # the cell's own lines stay, get_ipython() and all: only magics go
+    return "\n".join(line for line in code.splitlines() if line in written or "get_ipython()" not in line)
 
 
 def program(source: nbformat.NotebookNode, submitted: nbformat.NotebookNode) -> tuple[list, dict]:
@@ -289,7 +293,7 @@ def program(source: nbformat.NotebookNode, submitted: nbformat.NotebookNode) -> 
         grade_id = meta.get("grade_id", "")
         if meta.get("solution"):
             last_answer = answers.get(grade_id, "")
-            steps.append({"run": last_answer, "answer": grade_id})
+            steps.append({"run": _setup_code(last_answer), "answer": grade_id})
         elif meta.get("grade"):
             spec = spec_of(cell.source)
             if spec is None:
