@@ -264,7 +264,7 @@ test-browser: $(BROWSER_STAMP) ## run chapters/ 03, 05, 11 and zh-CN/chapters/ 0
 # The graded course (tools/nbgrader_course.py, grading/): hidden tests, written questions, rubrics in course/rubrics/.
 # A new course draws its own numbers (SEED=text chooses them, SEED=public keeps the chapters'); a file you edited is never
 # overwritten: the build stops and lists it, unless FORCE=1 (your version is copied to course/backups/ first).
-.PHONY: assignments test-course
+.PHONY: assignments test-course test-course-full
 COURSE ?= course
 COURSE_ARGS = $(if $(SEED),--seed '$(SEED)') $(if $(FORCE),--force)
 assignments: $(STAMP) ## an nbgrader course in course/ (COURSE=path, SEED=your course's numbers, FORCE=1 replaces your edits)
@@ -273,8 +273,14 @@ assignments: $(STAMP) ## an nbgrader course in course/ (COURSE=path, SEED=your c
 # Every graded chapter through nbgrader autograde with four submissions: right, partly right, blank, cheating.
 # One pytest worker per core, one thread per kernel (several threads per kernel on a busy machine only wait for each
 # other); -rP prints each chapter's scores, --durations where the time went.
+# The cheat bank (tests/autograde/cheats.py) runs on chapters 04 and 09 here (each chapter's attacks autograded together,
+# once), on every graded chapter in test-course-full. Autograde runs the
+# answers under bubblewrap (apt-get install bubblewrap; docs/teaching.md, "How grading works").
 test-course: $(STAMP) ## autograde every graded chapter: right, partly right, blank and cheating submissions score as they should
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 timeout --kill-after=30 3000 $(BIN)/python -m pytest -n auto -rP --durations=0 tests/autograde
+
+test-course-full: $(STAMP) ## test-course with every attack of the cheat bank on every graded chapter (about an hour on 2 cores)
+	MHA_CHEAT_BANK=full OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 timeout --kill-after=30 7200 $(BIN)/python -m pytest -n auto -rP --durations=0 tests/autograde
 
 # --- 简体中文版: the Chinese edition -----------------------------------------------------------------------------------
 # zh-CN/notebooks/ is built from notebooks/ and the translations in translations/zh_CN/ by tools/translate.py (the code

@@ -4,12 +4,13 @@
 source notebooks from ``notebooks/`` with it. Nothing here is installed with ``mha_lib`` (the package students
 import) or copied into the reader edition ``chapters/`` or nbgrader's release:
 
-- **Hidden tests.** Every exercise of the chapter is graded by one or more locked test cells whose code sits between
-  nbgrader's ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS``; nbgrader strips it from the release and puts
-  it back when it autogrades. The code imports what it needs by module path inside the cell, never calls a name an
-  answer cell could rebind (``check_...``), compares plain Python values (``Tensor.tolist`` after checking that
-  torch's methods are still torch's), and computes expected results there: a predicted value from the course's
-  numbers, a function's results from the reference on fresh random inputs (the instructor's solution, or PyTorch).
+- **Hidden tests.** Every exercise of the chapter is graded by one or more locked test cells whose hidden part
+  (between nbgrader's ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS``, stripped from the release) is data,
+  ``GRADED = {...}``: what to read from the answers and how to judge it. Autograde never runs the student's notebook:
+  ``tools/autograde.py`` runs the chapter's set-up cells and the student's answer cells in a sandboxed ``python -I``,
+  which hands back plain data (a predicted value; a function's results on hidden cases drawn by the grader), and the
+  grade is computed in the grader's own process: a predicted value against the course's numbers, a function's
+  results against the reference (the instructor's solution, or PyTorch) on the same inputs.
   The chapter's own checker cells stay in the course as practice, ungraded.
 - **Parts.** An answer with parts (a tuple of predictions, a function whose cases fall into groups) gets one test
   cell per part, each with its own points, so a half-right answer gets half the points.
@@ -19,6 +20,11 @@ import) or copied into the reader edition ``chapters/`` or nbgrader's release:
 - **Written questions.** Each chapter has at least one :class:`Explain`: a question (markdown) and a manually graded
   answer cell (nbgrader ``solution`` + ``grade``), with its rubric for the teaching assistants written to
   ``course/rubrics/chNN.md`` and into the answer cell of ``course/source`` (replaced by nbgrader's stub on release).
+
+- **Set-up cells not run when grading.** ``NOT_RUN_WHEN_GRADING``: pieces of the chapter's code cells (timings,
+  benchmarks) that no answer depends on; the grader leaves the cells that contain one out of a submission's run.
+  A piece that no cell contains stops the course build; the right submission's full marks in ``make test-course``
+  show that nothing an answer needs was left out.
 
 Adding a chapter's grading: see docs/maintaining.md, "A new exercise".
 """
@@ -30,7 +36,6 @@ import hashlib
 import importlib
 import math
 import random
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,11 +90,13 @@ class Part:
 class Function:
     """A function the student writes. ``reference``: code that defines ``reference(*args)``; by default the
     instructor's solution, renamed. ``compare``: code that sets ``ok`` from ``got`` and ``want`` (plain values) where
-    plain equality within float tolerance (``same``) is not the test."""
+    plain equality within float tolerance (``same``) is not the test. ``library``: the library functions
+    (``"mha_lib.grouped:repeat_kv_heads"``) that would answer the exercise: an alias or wrapper of one scores 0."""
 
     parts: list[Part]
     reference: str | None = None
     compare: str | None = None
+    library: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -126,125 +133,39 @@ def torch_seed(seed: str | None, *names: str) -> int:
 
 # ---- the hidden tests ------------------------------------------------------------------------------------------
 
-# The first lines of every hidden test, inside its function: the real types and built-ins from literals (an answer
-# cell can rebind the names `tuple`, `len`, `type`, ..., or `AssertionError`, but not what `()` is), a check that
-# the torch methods the test reads values with are still torch's own, and plain-value comparison helpers.
-PRELUDE = '''\
-import builtins as _b
-import math
-import torch
-from IPython import get_ipython
-from IPython.display import clear_output
-tuple_, list_, int_, float_, bool_ = ().__class__, [].__class__, (0).__class__, (0.0).__class__, (0 == 0).__class__
-str_, set_ = "".__class__, {0}.__class__
-type_, function_, tensor_ = int_.__class__, (lambda: 0).__class__, torch.Tensor
-real = _b.__dict__
-for name in ("len", "range", "zip", "getattr", "sorted", "abs", "isinstance", "min", "max", "sum", "float", "int"):
-    assert type_(real[name]) is not function_, "builtins." + name + " was replaced in this notebook"
-# The real built-ins as local names, whatever the notebook binds to these names (the reference below uses them too)
-len, range, zip, getattr, sorted = real["len"], real["range"], real["zip"], real["getattr"], real["sorted"]
-abs, isinstance, min, max = real["abs"], real["isinstance"], real["min"], real["max"]
-sum, float, int = real["sum"], real["float"], real["int"]
-for name in ("tolist", "clone", "detach", "size", "__eq__", "__float__", "double", "float"):
-    assert type_(getattr(tensor_, name)) is not function_, (
-        "torch.Tensor." + name + " was replaced by Python code in this notebook: not graded automatically")
-for name in ("allclose", "equal", "isclose", "softmax", "exp", "matmul"):
-    assert type_(torch.__dict__[name]) is not function_, "torch." + name + " was replaced in this notebook"
-# Taken once, now that they are checked: a student's function that this test calls later could replace them then
-to_list, detached, size_of, cloned = tensor_.tolist, tensor_.detach, tensor_.size, tensor_.clone
-HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: set on every class made at run time (a class statement, type(...))
-shell = get_ipython()
-if shell is not None:
-    shell.custom_exceptions = ()  # an answer cell's set_custom_exc() must not swallow this test's AssertionError
-
-def plain(x):
-    """x as plain Python: tuples of ints, floats, bools and strings; a tensor as ("tensor", its shape, its values)."""
-    kind = type_(x)
-    if kind is bool_ or kind is int_ or kind is float_ or kind is str_:
-        return x
-    if kind is set_:  # ("set", its items sorted): a set of letters such as {"A", "D"}
-        return ("set", tuple_(sorted(plain(item) for item in x)))
-    if tuple_ in kind.__mro__ or kind is list_:
-        items, i, n = [], 0, (tuple_.__len__(x) if tuple_ in kind.__mro__ else list_.__len__(x))
-        while i < n:
-            items.append(plain(tuple_.__getitem__(x, i) if tuple_ in kind.__mro__ else list_.__getitem__(x, i)))
-            i += 1
-        return tuple_(items)
-    if kind is tensor_:
-        values = to_list(detached(x))
-        return ("tensor", tuple_(size_of(x)), plain(values) if type_(values) is list_ else values)
-    # A type written in C, which no answer cell can make or change (read through type's own slot, which a metaclass
-    # cannot fake): numpy's scalars and arrays as plain Python, and a frozenset as a set.
-    if not type_.__dict__["__flags__"].__get__(kind) & HEAP_TYPE:
-        if kind.__module__ == "numpy":  # np.int64(3), np.float32(0.5), np.str_("a"), np.array([2, 3])
-            return plain(kind.tolist(x))
-        if kind.__module__ == "builtins" and kind.__name__ == "frozenset":
-            return ("set", tuple_(sorted(plain(item) for item in x)))
-    assert False, ("an answer of type " + kind.__name__ + " cannot be graded: use numbers, strings, tuples, lists, "
-                   "sets, tensors")
-
-def same(a, b, rel=1e-5, tiny=1e-6):
-    """True when two plain values agree: same structure, ints equal, floats within the tolerance."""
-    ka, kb = type_(a), type_(b)
-    if ka is tuple_ or kb is tuple_:
-        if ka is not tuple_ or kb is not tuple_ or tuple_.__len__(a) != tuple_.__len__(b):
-            return False
-        i = 0
-        while i < tuple_.__len__(a):
-            if not same(a[i], b[i], rel, tiny):
-                return False
-            i += 1
-        return True
-    if not (ka is int_ or ka is float_ or ka is bool_) or not (kb is int_ or kb is float_ or kb is bool_):
-        return ka is kb and a == b  # e.g. the word "tensor" that marks a tensor's values
-    if a == b or (a != a and b != b):  # equal, or both NaN
-        return True
-    if a - a != 0 or b - b != 0:  # an infinity or a NaN that is not equal to the other
-        return False
-    difference = a - b if a > b else b - a
-    size = b if b > 0 else -b
-    return difference <= tiny + rel * size
-
-def values(v):
-    """The numbers of an answer: a tensor's values, anything else as it is."""
-    return v[2] if type_(v) is tuple_ and len(v) == 3 and v[0] == "tensor" else v
-
-def numbers(v):
-    """A plain answer with every tensor in it replaced by its values, as the chapters' checkers take a predicted
-    value: torch.tensor(3) counts as 3, torch.tensor([16, 2, 1]) as (16, 2, 1)."""
-    v = values(v)
-    return tuple_(numbers(item) for item in v) if type_(v) is tuple_ else v
-
-def clone(args):
-    return tuple_(cloned(a) if type_(a) is tensor_ else a for a in args)
-'''
+# A hidden test is data, ``GRADED = {...}`` (a Python literal): what to read from the student's answers (a value's
+# name, or a function's name and the code that draws its hidden cases) and how to judge it (the expected value, a
+# check, a reference and a comparison). Autograde reads it from the course's source notebook, runs the answers in a
+# sandbox and judges them in its own process (tools/autograde.py); nothing of it runs in the student's notebook.
+# The code in it (``cases``, ``reference``, ``compare``, ``check``) runs in the grader with these names, all real:
+# ``torch``, ``math``, ``type_``, ``tuple_``, ``list_``, ``int_``, ``float_``, ``bool_``, ``str_``, ``set_``,
+# ``tensor_``, ``to_list``, ``plain``, ``same``, ``values``, ``numbers``, ``clone`` (tools/autograde.py, _names).
+# ``plain`` values: tuples of ints, floats, bools and strings; a tensor as ("tensor", its shape, its values); a set
+# as ("set", its items sorted).
 
 
-def _indent(code: str, spaces: int = 4) -> str:
-    return textwrap.indent(code, " " * spaces)
-
-
-def hidden_cell(title: str, body: str) -> str:
-    """A test cell's source: a visible comment, then the hidden test as one function, run once and deleted."""
-    test = "def _hidden_test():\n" + _indent(PRELUDE + body) + "\n\n_hidden_test()\ndel _hidden_test"
+def hidden_cell(title: str, spec: dict) -> str:
+    """A test cell's source: a visible comment, then the hidden test's data (and, for ``nbgrader validate``, the
+    same judgement in place)."""
+    test = "\n".join([
+        '# Graded outside the notebook by tools/autograde.py (docs/teaching.md, "How grading works").',
+        *([f"# want = {spec['want']}"] if spec.get("want") else []),  # for the lecturer who reads the source
+        f"GRADED = {spec!r}",
+        "from tools.autograde import judge_here",
+        "judge_here(GRADED, globals())",
+        "del GRADED, judge_here"])
     return f"# {title}\n### BEGIN HIDDEN TESTS\n{test}\n### END HIDDEN TESTS"
 
 
-def value_test(name: str, expected: Any, index: int | None = None, check: str | None = None) -> str:
+def value_test(name: str, expected: Any, index: int | None = None, check: str | None = None) -> dict:
     """Hidden test of a predicted value ``name``: all of it, or element ``index`` of a tuple."""
-    lines = [f"got = numbers(plain({name}))"]
+    spec = {"kind": "value", "name": name, "index": index, "length": None, "want": None, "check": check}
     if index is not None:
-        lines += [f"assert type_(got) is tuple_ and tuple_.__len__(got) == {len(expected)}, "
-                  f"'{name} should be a tuple of {len(expected)}'",
-                  f"got = got[{index}]"]
+        spec["length"] = len(expected)
         expected = expected[index]
-    lines.append("clear_output()")
-    if check:
-        lines.append(check)
-    else:
-        lines.append(f"want = {literal(canonical(expected))}")
-        lines.append(f"assert same(got, want), '{name} is not right'")
-    return "\n".join(lines)
+    if not check:
+        spec["want"] = literal(canonical(expected))
+    return spec
 
 
 def letters_check(name: str, right: str, choices: str) -> str:
@@ -269,27 +190,15 @@ def letters_check(name: str, right: str, choices: str) -> str:
     ])
 
 
-def function_test(name: str, part: Part, reference: str, seed: int, compare: str | None) -> str:
-    """Hidden test of a function ``name`` on one part's cases: the reference's results first, as plain values, then
-    the student's. The student's function runs inside the test, after its checks: whatever it replaces then (torch's
-    functions, a module the reference imports, ``Tensor.tolist``) can no longer change what it is compared with."""
-    return "\n".join([
-        f"g = torch.Generator().manual_seed({seed})",
-        part.cases,
-        reference,
-        "wants = [plain(reference(*clone(args))) for args in cases]",
-        f"student = {name}",
-        "got = []",
-        "for args in cases:",
-        "    try:",
-        "        got.append(plain(student(*clone(args))))",
-        "    except NotImplementedError:",
-        f"        assert False, '{name} is not written yet'",
-        "clear_output()  # what the student's code printed or displayed is not the test's result",
-        "for args, result, want in zip(cases, got, wants):",
-        _indent(part.compare or compare or "ok = same(result, want)"),
-        f"    assert ok, '{name} gives a wrong result on a hidden case ({part.label})'",
-    ])
+def function_test(name: str, part: Part, reference: str, seed: int, compare: str | None,
+                  library: list[str] | None = None) -> dict:
+    """Hidden test of a function ``name`` on one part's cases: the grader draws the cases (``g``, seeded) and computes
+    the reference's results; the student's function runs on them in the sandbox; ``compare`` (code that sets ``ok``
+    from ``args``, ``result`` and ``want``) judges each. ``library``: the functions (``module:name``) that would answer
+    the exercise; a function that is, wraps or calls one of them gets no points."""
+    return {"kind": "function", "name": name, "label": part.label, "seed": seed, "cases": part.cases,
+            "reference": reference, "compare": part.compare or compare or "ok = same(result, want)",
+            "library": list(library or [])}
 
 
 def literal(value: Any) -> str:

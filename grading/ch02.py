@@ -22,6 +22,7 @@ EXERCISES = {
         expected=lambda p: tuple(min(i + 1, p["k"]) for i in range(3)))),
     # One head against PyTorch: the output against F.scaled_dot_product_attention, the weights against a softmax.
     3: Function(
+        library=["mha_lib.functional:dot_product_attention"],
         parts=[Part("output", ATTENTION_CASES, compare="ok = type_(result) is tuple_ and len(result) == 2 and "
                                                        "same(result[0], want[0])"),
                Part("weights", ATTENTION_CASES, compare="ok = type_(result) is tuple_ and len(result) == 2 and "
@@ -30,7 +31,7 @@ EXERCISES = {
 def reference(queries, keys, values):
     weights = torch.softmax(queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-1]), dim=-1)
     return torch.nn.functional.scaled_dot_product_attention(queries, keys, values), weights"""),
-    4: Function(parts=[
+    4: Function(library=["mha_lib.functional:masked_softmax"], parts=[
         Part("valid lengths of 1 or more", "cases = [(torch.randn(b, q, k, generator=g), torch.randint(1, k + 1, (b,), "
                                            "generator=g)) for b, q, k in [(2, 3, 5), (3, 2, 4), (1, 4, 6)]]"),
         Part("a valid length of 0, and float16",

@@ -9,9 +9,9 @@ EXERCISES = {
         replace=[("`num_heads = 3`", "`num_heads = {h}`")],
         solution="answer = ((3 * {h}, 2, 6 // {h}), 2 * {h} + 1)",
         expected=lambda p: ((3 * p["h"], 2, 6 // p["h"]), 2 * p["h"] + 1))),
-    2: Function(parts=[Part("random sizes", "cases = [(torch.randn(b, n, h * d, generator=g), h) for b, n, h, d in "
+    2: Function(library=["mha_lib.functional:transpose_qkv"], parts=[Part("random sizes", "cases = [(torch.randn(b, n, h * d, generator=g), h) for b, n, h, d in "
                                             "[(2, 3, 2, 4), (3, 2, 3, 2), (1, 4, 4, 3)]]")]),
-    3: Function(parts=[Part("random sizes", "cases = [(torch.randn(b * h, n, d, generator=g), h) for b, n, h, d in "
+    3: Function(library=["mha_lib.functional:transpose_output"], parts=[Part("random sizes", "cases = [(torch.randn(b * h, n, d, generator=g), h) for b, n, h, d in "
                                             "[(2, 3, 2, 4), (3, 2, 3, 2), (1, 4, 4, 3)]]")]),
     4: Function(parts=[Part("random lengths", "cases = [(torch.randint(0, 9, (b,), generator=g), h) for b, h in "
                                               "[(3, 2), (2, 4), (4, 3), (1, 5)]]")]),

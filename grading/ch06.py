@@ -29,3 +29,6 @@ EXPLAIN = [Explain(
     rubric={"en": "- 1 point: the output projection is linear, a sum of one term per head.\n"
                   "- 1 point: each head owns a contiguous slice of features, so zeroing it removes only its term.",
             "zh_CN": "- 1 分：输出投影是线性的，是每个头一项之和。\n- 1 分：每个头占据一段连续的特征，置零只去掉它自己的那一项。"})]
+
+# The 20 trainings behind the table of what the heads learn, seed by seed (a minute): no answer depends on them.
+NOT_RUN_WHEN_GRADING = ("SEEDS, HEADS, STEPS = range(5), (1, 2, 4, 8), 250",)

@@ -9,7 +9,7 @@ EXERCISES = {
         replace=[("and 2 key-value heads", "and {kv} key-value heads", "en"), ("和 2 个键值头", "和 {kv} 个键值头", "zh_CN")],
         solution="answer = tuple(i // (8 // {kv}) for i in range(8))",
         expected=lambda p: tuple(i // (8 // p["kv"]) for i in range(8)))),
-    2: Function(parts=[Part("random groups", "cases = [(torch.randn(b, kv, n, d, generator=g), groups) for b, kv, n, d, "
+    2: Function(library=["mha_lib.grouped:repeat_kv_heads"], parts=[Part("random groups", "cases = [(torch.randn(b, kv, n, d, generator=g), groups) for b, kv, n, d, "
                                             "groups in [(2, 2, 3, 4, 4), (1, 3, 2, 2, 2), (2, 1, 4, 3, 5)]]")]),
     3: Value(),
     4: Function(parts=[Part("random sizes", "cases = [tuple_(int(n) for n in torch.randint(1, 100, (6,), generator=g)) "
@@ -32,3 +32,6 @@ EXPLAIN = [Explain(
                   "- 1 point: the cost is memory, growing with context length (and layers, key-value heads).",
             "zh_CN": "- 1 分：因果掩码：之前的键和值不会改变，所以缓存是精确的。\n"
                      "- 1 分：代价是内存，随上下文长度（以及层数、键值头数）增长。"})]
+
+# The tokens-per-second table (a minute of timing on one thread): no answer depends on it.
+NOT_RUN_WHEN_GRADING = ("results = time_generation(model, prompt, lengths",)

@@ -11,7 +11,7 @@ ok = type_(result) is tuple_ and result[0] == "tensor"
 if ok:
     got_mask = torch.broadcast_to(torch.tensor(result[2]), want[1]).bool()
     ok = same(values(plain(got_mask)), values(want))"""),
-    2: Function(parts=[Part("2 to 32 heads", "cases = [(n,) for n in (2, 4, 8, 16, 32)]")],
+    2: Function(library=["mha_lib.flex:alibi_slopes"], parts=[Part("2 to 32 heads", "cases = [(n,) for n in (2, 4, 8, 16, 32)]")],
                 compare="ok = same(values(result), values(want))"),
     3: Function(parts=[Part("random lengths", "cases = [([int(n) for n in torch.randint(1, 6, (k,), generator=g)],) "
                                               "for k in (2, 3, 5)]")],

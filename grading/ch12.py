@@ -5,6 +5,7 @@ from grading import Explain, Function, Part, Value, letters_check
 EXERCISES = {
     # (x1, x2) -> (-x2, x1) on the last axis, against the definition written out on the tensors' values.
     1: Function(
+        library=["mha_lib.rope:rotate_half"],
         parts=[Part("one vector", "cases = [(torch.randn(n, generator=g),) for n in (2, 8, 64, "
                                   "2 * int(torch.randint(2, 40, (1,), generator=g)))]"),
                Part("batches of heads", "cases = [(torch.randn(*shape, generator=g, dtype=dtype),) for shape, dtype in "
@@ -20,6 +21,7 @@ def reference(x):
     return ("tensor", tuple_(tensor_.size(x)), turn(tensor_.tolist(x)))"""),
     # Inside each head, rows 2i and 2i + 1 move to rows i and i + head_dim/2 (the chapter's statement, on values).
     2: Function(
+        library=["mha_lib.rope:interleaved_to_halves"],
         parts=[Part("one head", "cases = [(torch.randn(d, k, generator=g), 1) for d, k in [(2, 3), (8, 5), (16, 1), "
                                 "(2 * int(torch.randint(2, 20, (1,), generator=g)), 4)]]"),
                Part("several heads", "cases = [(torch.randn(h * d, k, generator=g), h) for h, d, k in [(2, 8, 3), "

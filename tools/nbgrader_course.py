@@ -202,12 +202,19 @@ def course_notebook(path: Path, seed: str | None = None) -> tuple[nbformat.Noteb
     for cell in nb.cells:  # the course is released without outputs
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+    for marker in getattr(spec, "NOT_RUN_WHEN_GRADING", ()):  # timings no answer depends on: the grader skips them
+        hits = [c for c in nb.cells if c.cell_type == "code" and marker in c.source and "nbgrader" not in c.metadata]
+        if not hits:
+            raise ValueError(f"grading/{prefix}.py: NOT_RUN_WHEN_GRADING names {marker!r}, which no set-up cell of "
+                             f"{path.name} contains")
+        for cell in hits:
+            cell.metadata["grading"] = {"run": False}
     return nb, "\n".join(rubric)
 
 
 def _tests(source: str, kind: str, name: str, exercise, prefix: str, number: int, seed: str | None, variant,
-           expected) -> list[tuple[str, int, str]]:
-    """Each part's (label, points, hidden-test body)."""
+           expected) -> list[tuple[str, int, dict]]:
+    """Each part's (label, points, hidden test's data)."""
     if kind == "value":
         if not isinstance(exercise, grading.Value):
             raise ValueError(f"{prefix} exercise {number}: the answer is a value, grading/ has {type(exercise)}")
@@ -223,7 +230,7 @@ def _tests(source: str, kind: str, name: str, exercise, prefix: str, number: int
     reference = exercise.reference or grading.reference_from_solution(strip_markers(source), name)
     return [(part.label, part.points,
              grading.function_test(name, part, reference, grading.torch_seed(seed, prefix, f"ex{number}", part.label),
-                                   exercise.compare))
+                                   exercise.compare, exercise.library))
             for part in exercise.parts]
 
 
@@ -259,6 +266,18 @@ def write_course(course_dir: Path, notebooks: list[Path], seed: str | None = Non
         f"c.CourseDirectory.root = {str(course_dir.resolve())!r}\n"
         "c.CourseDirectory.course_id = 'mha-notebooks'\n"
         "c.ExecutePreprocessor.timeout = 300\n"
+        "# Autograde never runs a submission as a notebook: tools/autograde.py runs its answers in a sandbox and\n"
+        "# grades them in nbgrader's own process (docs/teaching.md, 'How grading works').\n"
+        "import sys  # noqa: E402\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,  # noqa: E402\n"
+        "                                    LimitOutput, SaveAutoGrades)\n"
+        "from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402\n"
+        "from tools.autograde import SandboxGrade  # noqa: E402\n"
+        "c.Autograde.autograde_preprocessors = [SandboxGrade, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,\n"
+        "                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]\n"
+        "# Where bubblewrap cannot run: an account that cannot read this folder (c.SandboxGrade.user = 'grader'), or,\n"
+        "# on your own laptop only, c.SandboxGrade.unsafe_no_sandbox = True (the submission can read the course).\n"
         f"c.ClearSolutions.code_stub = {{'python': {CODE_STUB!r}}}\n").encode()}
     names = []
     for path in notebooks:

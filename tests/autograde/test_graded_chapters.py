@@ -9,13 +9,16 @@ the variants are not the public ones), and four notebooks are submitted:
 - **blank**: the release as fetched;
 - **cheat**: no work, every trick below in every answer cell.
 
-nbgrader autogrades them; the scores must be full (after a teaching assistant grades the written answer), strictly
-between, zero and zero. The cheat's tricks, each of which gave marks to a checker-based test or would to a naive
-hidden test: rebinding every ``check_...`` name; replacing the checkers (and the engine's ``report``) inside
+nbgrader autogrades them (through tools/autograde.py: the answers run in a sandbox, the grade is computed outside
+it); the scores must be full (after a teaching assistant grades the written answer), strictly between, zero and
+zero. The cheat bank, one named attack per test, is tests/autograde/test_cheat_bank.py. The cheat here puts the
+older tricks together, each of which gave marks to a checker-based test or would to a naive hidden test:
+rebinding every ``check_...`` name; replacing the checkers (and the engine's ``report``) inside
 ``mha_chapters.exercises``; rebinding ``AssertionError`` (globally and in ``builtins``); ``torch.allclose``/
 ``torch.equal``/``Tensor.__eq__`` that always agree; shadowing ``len``/``range``/``zip`` with functions that make
-loops empty; an IPython exception handler that swallows ``AssertionError``; functions that display a number (nbgrader
-reads a test cell's displayed number as partial credit); emptying the locked test cells (nbgrader restores them).
+loops empty; an IPython exception handler that swallows ``AssertionError``; functions that display a number
+(nbgrader reads a test cell's displayed number as partial credit); emptying the locked test cells (nbgrader
+restores them).
 """
 
 from __future__ import annotations
