@@ -336,9 +336,14 @@ def sandbox_command(python: str, packages: list[Path], work: str = "/submission"
         return [*limits, "env", "-i", "PATH=/usr/bin", "MPLBACKEND=Agg", "OMP_NUM_THREADS=1", *runner], outside
     bwrap = shutil.which("bwrap")
     if bwrap and _bwrap_works(bwrap):
+        # Python, its environment, and every site-packages folder on the import path: a venv can take its packages
+        # from another one through a .pth file (the hub's image does), and those must be there inside too
+        prefixes = {str(Path(sys.base_prefix)), str(Path(sys.prefix)), str(Path(sys.base_prefix).resolve()),
+                    str(Path(sys.prefix).resolve())}
+        sites = {str(Path(entry).resolve()) for entry in sys.path
+                 if Path(entry).name in ("site-packages", "dist-packages") and Path(entry).is_dir()}
         binds = []
-        for path in sorted({str(Path(sys.base_prefix)), str(Path(sys.prefix)), str(Path(sys.base_prefix).resolve()),
-                            str(Path(sys.prefix).resolve())}):
+        for path in sorted(prefixes | sites):
             binds += ["--ro-bind", path, path]
         for package in packages:
             binds += ["--ro-bind", str(package), f"/packages/{package.name}"]

@@ -116,6 +116,18 @@ def test_an_answer_cannot_take_more_memory_than_its_limit():
     assert result["value"] == "refused"
 
 
+def test_the_site_packages_a_venv_takes_from_another_through_a_pth_file_are_bound(monkeypatch, tmp_path):
+    """The hub's image is a venv whose .pth file adds another venv's site-packages (torch comes from there): the
+    sandbox binds that folder, read-only, and nothing else of the other venv."""
+    other = tmp_path / "other" / "lib" / "site-packages"
+    other.mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(other)])
+    command, _ = autograde.sandbox_command(sys.executable, [])
+    binds = {(command[i + 1], command[i + 2]) for i, word in enumerate(command) if word == "--ro-bind"}
+    assert (str(other.resolve()), str(other.resolve())) in binds
+    assert not any(source == str(tmp_path / "other") for source, _ in binds)
+
+
 def test_without_a_sandbox_autograde_refuses_and_says_what_to_install(monkeypatch):
     monkeypatch.setattr(autograde.shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="install bubblewrap"):
