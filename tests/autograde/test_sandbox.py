@@ -82,14 +82,20 @@ def test_a_submission_cannot_read_the_repositorys_grading_bank(secret):
 
 def test_a_submission_sees_only_its_empty_folder_and_writes_nowhere_else():
     listing, written, packages, user, again = answers(
-        f"import os\nanswer = sorted(os.listdir('.')), os.path.exists({str(ROOT)!r}), os.path.exists('/home')",
+        f"import os\nroot = {str(ROOT)!r}\n"
+        "answer = sorted(os.listdir('.')), os.path.isdir(root) and sorted(os.listdir(root)), os.path.exists('/home')",
         "open('notes.txt', 'w').write('for later')\nanswer = open('notes.txt').read()",
         "try:\n    open('/packages/mha_lib/cheat.py', 'w')\n    answer = 'written'\nexcept OSError as e:\n"
         "    answer = type(e).__name__",
         "import os\nanswer = os.getuid(), os.getgid()",
         "import os\nanswer = os.path.exists('notes.txt')")
     here, repository, home = listing["value"]
-    assert here == [] and repository is False and home is False
+    # Of the repository only the folders that hold Python's packages can be there (a checkout's .venv, bound
+    # read-only with the rest of Python); its course, grading bank and tools never are.
+    python_folders = [Path(sys.prefix), *(Path(entry) for entry in sys.path if Path(entry).name == "site-packages")]
+    inside = {path.relative_to(ROOT).parts[0] for path in python_folders if path.is_relative_to(ROOT) and path != ROOT}
+    assert here == [] and home is False
+    assert repository is False or set(repository) <= inside, repository
     assert written["value"] == "for later" and again["value"] is True  # one submission's folder, for its own cells
     assert packages["value"] == "OSError" or packages["value"] in ("PermissionError", "ReadOnlyFileSystemError")
     assert user["value"] == [65534, 65534]  # nobody, in its own user namespace: never root
