@@ -58,10 +58,9 @@ def test_the_library_is_small():
     assert lines <= CORE_LINES, f"mha_lib has {lines} lines, more than the {CORE_LINES} it aims at"
 
 
-@pytest.mark.parametrize("folder", ["chapters", "exercises", "_bench"])
-def test_no_course_support_is_left_in_the_library(folder):
-    assert not (LIBRARY / folder).exists()
-    assert not (LIBRARY / "plotting.py").exists()
+@pytest.mark.parametrize("moved", ["chapters", "exercises", "_bench", "plotting.py"])
+def test_no_course_support_is_left_in_the_library(moved):
+    assert not (LIBRARY / moved).exists()
 
 
 def test_the_chapters_package_speaks_the_librarys_language():
