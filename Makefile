@@ -25,44 +25,22 @@ PORT ?= 8888
 # JupyterLab refuses to start as root unless told to; containers and CI machines often run as root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-# --- Which PyTorch build -----------------------------------------------------------------------------------------
-# On Linux, PyPI's torch is the CUDA build: with its nvidia and triton packages the environment grows by about
-# 4.5 GB. So on Linux `make setup` asks for the CPU build (torch==X+cpu) from PyTorch's CPU wheel index (TORCH=cpu,
-# the default). TORCH=cuda takes PyPI's build instead (CUDA 13; the nvidia packages are pinned by the lock too).
-# On macOS and Windows PyPI's torch is already the CPU build (with MPS on Apple silicon), and TORCH changes nothing.
-# The index is probed first (10 s at most): pip would retry an unreachable index for every package it looks up.
-# Without the index, pip looks for torch==X+cpu among the indexes and find-links of its own configuration, and
-# stops with an error if there is none: it never falls back to the CUDA build. Where the index is out of reach
-# (mainland China, a firewall), TORCH_INDEX=URL names a mirror of it, or PIP_FIND_LINKS=DIR a folder (or a web
-# page) with the wheel; the error says so, and docs/platforms.md ("Behind a firewall") and docs/platforms.zh-CN.md
-# (国内网络) tell where to find them.
+# --- The set-up: tools/start.py ----------------------------------------------------------------------------------
+# `make setup` and `make lab` call the launcher that a reader without make runs (python -m tools.start, the same on
+# Linux, macOS and Windows): it makes .venv, installs the checkout with its extras at the versions of the lock, and
+# on Linux asks for PyTorch's CPU build (PyPI's torch is the CUDA build there, about 4.5 GB more). TORCH=cuda takes
+# PyPI's build instead; TORCH_INDEX=URL names a mirror of PyTorch's CPU index; PIP_FIND_LINKS=DIR a folder (or a web
+# page) with the wheel. Its docstring says how the index is probed and what the error says where torch is out of
+# reach; docs/platforms.md ("Behind a firewall") and docs/platforms.zh-CN.md (国内网络) tell where to find it.
+# A reader gets the `lab` extra (READER_STAMP); the targets for tests, outputs and the course get `dev` (STAMP).
 TORCH ?= cpu
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
-UNAME_S ?= $(shell uname -s)
-TORCH_VERSION := $(shell sed -n 's/^torch==\([^ ;]*\).*/\1/p' $(LOCK))
-CPU_TORCH := $(and $(filter Linux,$(UNAME_S)),$(filter cpu,$(TORCH)))
-TORCH_PROBE := $(BIN)/python -c "import urllib.request; urllib.request.urlopen('$(TORCH_INDEX)/torch/', timeout=10)"
-
-# $(call pip_install,EXTRAS): install the checkout with EXTRAS (comma-separated: $(comma)), every version from the lock.
-comma := ,
-define pip_install
-	@echo "==> Installing mha-notebooks[$(1)] and its dependencies at the versions of $(LOCK)$(if $(CPU_TORCH), (torch $(TORCH_VERSION)+cpu))"
-	@$(if $(CPU_TORCH),if $(TORCH_PROBE) 2>/dev/null; then index="--extra-index-url $(TORCH_INDEX)"; \
-	else index=""; echo "==> $(TORCH_INDEX) is unreachable: looking for torch $(TORCH_VERSION)+cpu in pip's own indexes and find-links"; fi; \
-	)set -x; $(BIN)/python -m pip install $(if $(CPU_TORCH),$$index )--constraint $(LOCK) --editable '.[$(1)]'$(if $(CPU_TORCH), 'torch==$(TORCH_VERSION)+cpu') \
-	|| { { set +x; } 2>/dev/null; echo "error: pip could not install mha-notebooks[$(1)] (see above)."; \
-	$(if $(CPU_TORCH),if [ -z "$$index" ]; then $(NO_TORCH_INDEX); else echo "       For PyPI's CUDA build instead: make $(MAKECMDGOALS) TORCH=cuda"; fi;) exit 1; }
-endef
-# What the error adds when PyTorch's CPU index was out of reach: PyPI and its mirrors have no torch==X+cpu.
-NO_TORCH_INDEX = echo "       $(TORCH_INDEX) was out of reach, and PyPI and its mirrors have no torch $(TORCH_VERSION)+cpu."; \
-	echo "       Any one of these installs it:"; \
-	echo "         make $(MAKECMDGOALS) TORCH_INDEX=URL      URL: a mirror of PyTorch's CPU index (a simple index with /torch/)"; \
-	echo "         PIP_FIND_LINKS=DIR make $(MAKECMDGOALS)   DIR: a folder or web page holding torch-$(TORCH_VERSION)+cpu-*.whl"; \
-	echo "         make $(MAKECMDGOALS) TORCH=cuda           PyPI's CUDA build instead (about 4.5 GB more)"; \
-	echo "       See \"Behind a firewall\" in docs/platforms.md (docs/platforms.zh-CN.md: 国内网络)."
+START := $(PYTHON) -m tools.start
+START_ARGS = --torch $(TORCH) --torch-index $(TORCH_INDEX)
+READER_STAMP := $(VENV)/.installed-lab
 
 .DEFAULT_GOAL := help
-.PHONY: help help-all setup lab reset refresh lab-instructor test test-quick test-unit test-notebooks test-portable test-kernels test-torch-newest lint outputs editions bench bench-batching record-gpu clean lock
+.PHONY: help help-all setup lab reset refresh lab-instructor test test-quick test-unit test-notebooks test-portable test-kernels test-torch-newest lint outputs editions bench bench-batching record-gpu record-cpu clean lock
 
 # `make help` shows a reader's targets, in this order; `make help-all` every target with a `## ` description, in the
 # order of this file (lecturers, translators, maintainers, CI). tests/test_setup.py checks both lists.
@@ -76,37 +54,29 @@ help: ## a reader's targets (make help-all lists every target)
 help-all: ## every target
 	@$(TARGET_LINES) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
 
-setup: $(STAMP) ## create .venv and install mha_lib, mha_chapters and everything the notebooks and tests need, as locked (TORCH=cuda: CUDA build)
+setup: $(READER_STAMP) ## create .venv and install what a reader needs (the `lab` extra), as locked (TORCH=cuda: CUDA build)
 
-# Reinstall whenever the dependencies change. A .venv without a working pip (left by a failed `python3 -m venv`)
-# is made again; when venv fails, the half-made .venv is removed and the message says what to install.
+# Each install is made again whenever the dependencies change (tools/start.py keeps the stamps).
+$(READER_STAMP): pyproject.toml $(LOCK)
+	$(START) setup $(START_ARGS)
+
 $(STAMP): pyproject.toml $(LOCK)
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
-		echo "error: mha-notebooks needs Python 3.11 or newer; '$(PYTHON)' is $$($(PYTHON) --version 2>&1)."; \
-		echo "       Name another one: make $(MAKECMDGOALS) PYTHON=python3.12"; exit 1; }
-	@if ! $(BIN)/python -m pip --version >/dev/null 2>&1; then \
-		rm -rf $(VENV); echo "==> Creating the virtual environment $(VENV) with $$($(PYTHON) --version 2>&1)"; \
-		$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); \
-			echo "error: '$(PYTHON) -m venv $(VENV)' failed, so the half-made $(VENV) was removed."; \
-			echo "       On Debian or Ubuntu install the venv module first: sudo apt install python3-venv"; \
-			echo "       (or python3.X-venv for your Python 3.X), then run make again."; exit 1; }; fi
-	$(call pip_install,dev)
-	touch $@
+	$(START) setup --extras dev $(START_ARGS)
 
 # A reader's JupyterLab (tools/reader_lab.py): it opens my-chapters/, the reader's own copy of the reader edition
 # chapters/ (exercises unsolved), which git ignores, so `git pull` never meets an answer. The copy is made on first
 # use; a chapter added to chapters/ later is copied in, and nothing in the copy is ever overwritten
 # (tools/workcopy.py). nbgrader's menu, Validate button and formgrader stay off (.jupyter/reader, added to
 # JUPYTER_CONFIG_PATH); the defaults come from .jupyter/lab/settings; a reader's own settings in ~/.jupyter still win.
-lab: $(STAMP) ## open JupyterLab at chapter 00 of your copy my-chapters/ on 127.0.0.1, port 8888 (another: make lab PORT=8899)
-	$(BIN)/python -m tools.reader_lab --port $(PORT)
+lab: ## open JupyterLab at chapter 00 of your copy my-chapters/ on 127.0.0.1, port 8888 (another: make lab PORT=8899)
+	$(START) lab --port $(PORT) $(START_ARGS)
 
 # A chapter of the copy as the edition has it: the reader's file goes to my-chapters/backups/ first.
-reset: $(STAMP) ## start one chapter of my-chapters/ afresh: make reset CHAPTER=04 (your file is kept in my-chapters/backups/)
+reset: $(READER_STAMP) ## start one chapter of my-chapters/ afresh: make reset CHAPTER=04 (your file is kept in my-chapters/backups/)
 	$(if $(CHAPTER),,$(error make reset needs CHAPTER, the chapter's number: make reset CHAPTER=04))
 	$(BIN)/python -m tools.workcopy reset '$(CHAPTER)'
 
-refresh: $(STAMP) ## take the chapters that changed in chapters/ (after git pull) into my-chapters/, yours kept in backups/
+refresh: $(READER_STAMP) ## take the chapters that changed in chapters/ (after git pull) into my-chapters/, yours kept in backups/
 	$(BIN)/python -m tools.workcopy refresh
 
 # The lecturers' JupyterLab: the instructor edition notebooks/ with nbgrader's tools (Create Assignment, Validate,
@@ -188,6 +158,11 @@ bench: $(STAMP) ## time mha_lib against torch.nn.MultiheadAttention, the chapter
 bench-batching: $(STAMP) ## chapter 07's sweeps, recorded in mha_chapters/bench/results/ (ARGS="--device cuda" for a GPU)
 	$(BIN)/python benchmarks/bench_batching.py $(ARGS)
 
+# Every CPU recording the chapters load (chapters 05, 07, 10, 11), one after another, each waiting for a quiet machine
+# and refusing a busy result (tools/record_cpu.py). Run it alone. OUT=dir records elsewhere; QUICK=1 tiny sizes.
+record-cpu: $(VENV)/.installed-browser ## chapters 05, 07, 10 and 11's CPU recordings by the quiet-machine rule, into mha_chapters/bench/results/ (about 15 min; run alone)
+	$(BIN)/python -m tools.record_cpu $(if $(OUT),--out '$(OUT)') $(if $(QUICK),--quick)
+
 # The GPU half of chapter 07 (issue 51 item 4). No $(STAMP): a machine lent with a GPU carries its own PyTorch and
 # nothing is installed there; the script runs from the source tree on the python3 it finds (.venv's where it exists).
 GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
@@ -236,8 +211,7 @@ slides: $(STAMP) $(LECTURE_ASSETS) ## lecture decks (about 20 slides, speaker no
 BOOK_STAMP := $(VENV)/.installed-book
 
 $(BOOK_STAMP): $(STAMP)
-	$(call pip_install,dev$(comma)book)
-	touch $@
+	$(START) setup --extras dev,book $(START_ARGS)
 
 book: $(BOOK_STAMP) $(LECTURE_ASSETS) ## the reader edition, English and Chinese, as a static web site in build/book/ (open index.html)
 	$(BIN)/python -m tools.book --assets $(LECTURE_VENDOR) --out build/book
@@ -255,8 +229,7 @@ test-book: book $(BROWSER_STAMP) ## build the book, then read it in headless Chr
 BROWSER_STAMP := $(VENV)/.installed-browser
 
 $(BROWSER_STAMP): $(STAMP)
-	$(call pip_install,dev$(comma)browser)
-	touch $@
+	$(START) setup --extras dev,browser $(START_ARGS)
 
 test-browser: $(BROWSER_STAMP) ## run chapters/ 03, 05, 11 and zh-CN/chapters/ 03 in JupyterLab in headless Chromium, open every reader chapter and count its figures (needs chromium)
 	timeout --kill-after=30 1200 $(BIN)/python -m pytest tests/browser
@@ -266,8 +239,12 @@ test-browser: $(BROWSER_STAMP) ## run chapters/ 03, 05, 11 and zh-CN/chapters/ 0
 # overwritten: the build stops and lists it, unless FORCE=1 (your version is copied to course/backups/ first).
 .PHONY: assignments test-course test-course-full
 COURSE ?= course
-COURSE_ARGS = $(if $(SEED),--seed '$(SEED)') $(if $(FORCE),--force)
-assignments: $(STAMP) ## an nbgrader course in course/ (COURSE=path, SEED=your course's numbers, FORCE=1 replaces your edits)
+# CHAPTERS="09 10" on the command line builds those chapters only (CHAPTERS above is the reader edition's files).
+COURSE_ARGS = $(if $(SEED),--seed '$(SEED)') $(if $(FORCE),--force) \
+	$(if $(filter command line,$(origin CHAPTERS)),--chapters $(CHAPTERS))
+# PACK=path: the instructor pack (model answers, rubrics, variants' solutions); STUDENTS=@roster.csv or a,b: numbers per student
+COURSE_ARGS += $(if $(PACK),--pack '$(PACK)') $(if $(STUDENTS),--students '$(STUDENTS)')
+assignments: $(STAMP) ## an nbgrader course in course/ (COURSE=path, SEED=your course's numbers, CHAPTERS="09 10" only those, PACK=, STUDENTS=, FORCE=1 replaces your edits)
 	$(BIN)/python -m tools.nbgrader_course $(COURSE) $(COURSE_ARGS)
 
 # Every graded chapter through nbgrader autograde with four submissions: right, partly right, blank, cheating.
@@ -291,14 +268,14 @@ ZH_NOTEBOOKS := $(patsubst notebooks/%,zh-CN/notebooks/%,$(NOTEBOOKS))
 ZH_CHAPTERS := $(patsubst notebooks/%,zh-CN/chapters/%,$(NOTEBOOKS))
 .PHONY: lab-zh reset-zh refresh-zh zh slides-zh assignments-zh
 
-lab-zh: $(STAMP) ## 中文版：JupyterLab in Chinese at chapter 00 of your copy my-chapters-zh/ of zh-CN/chapters/
-	$(BIN)/python -m tools.reader_lab --edition zh_CN --port $(PORT)
+lab-zh: ## 中文版：JupyterLab in Chinese at chapter 00 of your copy my-chapters-zh/ of zh-CN/chapters/
+	$(START) lab --edition zh_CN --port $(PORT) $(START_ARGS)
 
-reset-zh: $(STAMP) ## 中文版：start one chapter of my-chapters-zh/ afresh: make reset-zh CHAPTER=04
+reset-zh: $(READER_STAMP) ## 中文版：start one chapter of my-chapters-zh/ afresh: make reset-zh CHAPTER=04
 	$(if $(CHAPTER),,$(error make reset-zh needs CHAPTER, the chapter's number: make reset-zh CHAPTER=04))
 	$(BIN)/python -m tools.workcopy reset --edition zh_CN '$(CHAPTER)'
 
-refresh-zh: $(STAMP) ## 中文版：take the chapters that changed in zh-CN/chapters/ into my-chapters-zh/
+refresh-zh: $(READER_STAMP) ## 中文版：take the chapters that changed in zh-CN/chapters/ into my-chapters-zh/
 	$(BIN)/python -m tools.workcopy refresh --edition zh_CN
 
 zh: $(STAMP) ## rebuild the Chinese edition from notebooks/ and translations/zh_CN/ (python -m tools.translate), execute it
@@ -314,6 +291,15 @@ slides-zh: $(STAMP) $(LECTURE_ASSETS) ## the Chinese lecture decks and solved ha
 	rm -rf build/slides-zh
 	$(BIN)/python -m tools.lecture slides --assets $(LECTURE_VENDOR) --out build/slides-zh $(ZH_NOTEBOOKS)
 
+# Every deck of both languages as a PDF, one page a slide, for lecturers who teach from a PDF (issue 52): reveal.js's
+# print view printed by headless Chromium (tools/lecture/pdf.py, Debian's chromium as test-slides uses it). Built
+# into build/pdfs/, never committed; tests/slides/test_pdfs.py (make test-slides) checks the pages.
+.PHONY: pdfs
+pdfs: slides slides-zh $(BROWSER_STAMP) ## every lecture deck as a PDF, one page a slide, in build/pdfs/en and build/pdfs/zh-CN (needs chromium)
+	rm -rf build/pdfs
+	$(BIN)/python -m tools.lecture.pdf --out build/pdfs/en build/slides/[0-9][0-9]_*.slides.html
+	$(BIN)/python -m tools.lecture.pdf --out build/pdfs/zh-CN build/slides-zh/[0-9][0-9]_*.slides.html
+
 assignments-zh: $(STAMP) ## the nbgrader course of the Chinese chapters in course-zh/ (SEED=..., FORCE=1 as for assignments)
 	$(BIN)/python -m tools.nbgrader_course course-zh $(ZH_NOTEBOOKS) $(COURSE_ARGS)
 
@@ -328,8 +314,7 @@ HUB_STAMP := $(VENV)/.installed-hub
 HUB_PROXY := hub/node_modules/.installed
 
 $(HUB_STAMP): $(STAMP)
-	$(call pip_install,dev$(comma)hub)
-	touch $@
+	$(START) setup --extras dev,hub $(START_ARGS)
 
 $(HUB_PROXY): hub/package.json hub/package-lock.json
 	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 20 ? 1 : 0)' 2>/dev/null || { \
@@ -364,5 +349,5 @@ student: $(BOOK_STAMP) $(LECTURE_ASSETS) ## slides, book and notebooks without a
 	$(BIN)/python -m tools.editions student --language zh_CN --out $(STUDENT_DIR)/notebooks/zh-CN
 	$(BIN)/python -m tools.book --student --assets $(LECTURE_VENDOR) --out $(STUDENT_DIR)/book
 
-test-slides: slides slides-zh student $(BROWSER_STAMP) ## every lecture deck in headless Chromium (fit, numbers, notes, no solution); the student builds searched for solutions
+test-slides: slides slides-zh student $(BROWSER_STAMP) ## every lecture deck in headless Chromium (fit, numbers, notes, no solution) and printed to PDF (a whole page a slide); the student builds searched for solutions
 	timeout --kill-after=30 900 $(BIN)/python -m pytest tests/slides

@@ -74,6 +74,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--number", type=int, default=2, help="calls per measurement, at least (and 50 ms)")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for PyTorch (default: as now)")
     parser.add_argument("--record", action="store_true", help="write the JSON chapter 11 reads")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"with --record: folder for the JSON (default: the package's, {RESULTS}); a run "
+                             "timed on a busy machine is refused only there")
     parser.add_argument("--no-compile", action="store_true", help="skip compiled flex (no C compiler)")
     parser.add_argument("--figure", action="store_true", help="time one redraw of chapter 11's block picture only")
     parser.add_argument("--quick", action="store_true", help="one small size, eager only: seconds (a smoke test)")
@@ -98,7 +101,8 @@ def main(argv: list[str] | None = None) -> None:
     pairs = 3 if args.quick else args.pairs
     set_seed(0)
     load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    machine = watch_machine(wait=args.record)  # a recording waits up to two minutes for the others to fall quiet
+    # a recording for the chapter waits up to two minutes for the others to fall quiet
+    machine = watch_machine(wait=args.record and args.out is None)
     print(f"torch {torch.__version__}, {machine_summary()}, batch "
           f"{BATCH_SIZE}, {NUM_HEADS} heads, head_dim {HEAD_DIM}, float32, inference, block {BLOCK_SIZE}")
     rows, compile_s = [], {}
@@ -144,8 +148,11 @@ def main(argv: list[str] | None = None) -> None:
             print(f"first compiled call at n={n} in a fresh process, empty cache: {fresh_s[n]:.1f} s")
     machine.report()
     if args.record:
-        path = RESULTS / f"cpu-{datetime.date.today().isoformat()}.json"
-        require_quiet(machine.provenance.others_before, machine.provenance.others_during, path.name)
+        folder = RESULTS if args.out is None else args.out
+        path = folder / f"cpu-{datetime.date.today().isoformat()}.json"
+        if folder.resolve() == RESULTS.resolve():  # the chapter's recording: only from a quiet machine
+            require_quiet(machine.provenance.others_before, machine.provenance.others_during, path.name,
+                          machine.provenance.load_average)
         record = {
             "what": "causal sliding-window self-attention, chapter 11 (benchmarks/bench_flex.py)",
             "device": "cpu", "device_name": device_name("cpu"), "machine": machine_summary(),
@@ -157,15 +164,16 @@ def main(argv: list[str] | None = None) -> None:
             "note": "no GPU was measured",
             "load_average_1min": [None if load is None else round(load, 2) for load in
                                   (load_before, os.getloadavg()[0] if hasattr(os, "getloadavg") else None)],
+            "load_average_before": machine.provenance.load_average,
             "others_before_cores": machine.provenance.others_before,
             "others_during_cores": machine.provenance.others_during,
             "compile_s": {str(n): round(s, 1) for n, s in compile_s.items()},
             "compile_fresh_s": {str(n): round(s, 1) for n, s in fresh_s.items()},
             "rows": rows,
         }
-        RESULTS.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(record, indent=1) + "\n")
-        print(f"recorded {path.relative_to(RESULTS.parents[3])}")
+        print(f"recorded {path}")
 
 
 def first_compiled_call(n: int) -> float:

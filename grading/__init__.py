@@ -16,9 +16,12 @@ import) or copied into the reader edition ``chapters/`` or nbgrader's release:
   cell per part, each with its own points, so a half-right answer gets half the points.
 - **Variants.** ``make assignments SEED=...`` gives each exercise that has a :class:`Variant` other numbers: its
   question, its solution in ``course/source`` and its hidden test change together, and the public checker cell is
-  replaced by a note (it knows only the public numbers). Function exercises get other random inputs.
+  replaced by a note (it knows only the public numbers). Function exercises get other random inputs, and with a
+  :class:`FunctionVariant` another name, signature or unit. The variants' solutions come from the instructor pack.
+  Per student: :func:`student_seed`.
 - **Written questions.** Each chapter has at least one :class:`Explain`: a question (markdown) and a manually graded
-  answer cell (nbgrader ``solution`` + ``grade``), with its rubric for the teaching assistants written to
+  answer cell (nbgrader ``solution`` + ``grade``), with its model answer and rubric (from the instructor pack,
+  :mod:`grading.pack`, never from this repository) for the teaching assistants written to
   ``course/rubrics/chNN.md`` and into the answer cell of ``course/source`` (replaced by nbgrader's stub on release).
 
 - **Set-up cells not run when grading.** ``NOT_RUN_WHEN_GRADING``: pieces of the chapter's code cells (timings,
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import hmac
 import importlib
 import math
 import random
@@ -50,14 +54,28 @@ class Variant:
     ``replace`` pairs a piece of the public question (markdown before the answer cell, or the answer cell's comment)
     with its template, ``str.format``-ed with the parameters; a piece that is not found stops the course build, so an
     edited chapter cannot silently keep its public numbers (a third item, ``"en"`` or ``"zh_CN"``, limits a pair to
-    one language). ``solution`` is the answer cell's code (a template), and
-    ``expected(params)`` the value it must give; both are checked against each other when the course is made.
+    one language). ``solution``, the answer cell's code (a template whose value is the expected answer), is not
+    public: it comes from the instructor pack (:mod:`grading.pack`), which :func:`chapter` applies.
     """
 
     params: Callable[[random.Random], dict[str, Any]]
     replace: list[tuple[str, ...]]
-    solution: str
-    expected: Callable[[dict[str, Any]], Any]
+    solution: str | None = None  # from the instructor pack (grading/pack.py)
+
+
+@dataclass
+class FunctionVariant:
+    """A graded variant of a function exercise: another name, signature or unit, so that the chapter's public
+    solution does not answer it. ``params(rng)`` draws its numbers; ``replace`` as for :class:`Variant` (the
+    question, and the answer cell's ``def`` line and docstring); ``cases``: per part label, the code of the hidden
+    cases for the new signature (a ``str.format`` template; a part not named keeps its cases). ``solution``, the
+    code between the answer cell's solution markers (a template, indented as in the cell), comes from the instructor
+    pack; renamed ``reference``, it is the reference the hidden tests compare with."""
+
+    params: Callable[[random.Random], dict[str, Any]]
+    replace: list[tuple[str, ...]]
+    cases: dict[str, str] = field(default_factory=dict)
+    solution: str | None = None  # from the instructor pack (grading/pack.py)
 
 
 @dataclass
@@ -97,28 +115,48 @@ class Function:
     reference: str | None = None
     compare: str | None = None
     library: list[str] = field(default_factory=list)
+    variant: FunctionVariant | None = None
 
 
 @dataclass
 class Explain:
-    """A manually graded written answer after exercise ``after``: the question, a model answer and the rubric."""
+    """A manually graded written answer after exercise ``after``: the question (public), and its model answer and
+    rubric, which come from the instructor pack (:mod:`grading.pack`), never from this repository."""
 
     after: int
     points: int
     question: dict[str, str]
-    rubric: dict[str, str]
-    model: dict[str, str] = field(default_factory=dict)
     key: str = "explain1"
+    rubric: dict[str, str] = field(default_factory=dict)
+    model: dict[str, str] = field(default_factory=dict)
 
 
 def chapter(prefix: str):
-    """The grading module of a chapter, ``grading/ch04.py`` for ``ch04``, or None when it has none."""
+    """The grading module of a chapter, ``grading/ch04.py`` for ``ch04``, with the instructor pack's private parts
+    filled in (:func:`grading.pack.current`), or None when it has none."""
     try:
-        return importlib.import_module(f"grading.{prefix}")
+        module = importlib.import_module(f"grading.{prefix}")
     except ModuleNotFoundError as error:
         if error.name != f"grading.{prefix}":
             raise
         return None
+    from grading import pack
+    pack.apply(module, prefix, pack.current())
+    return module
+
+
+def student_seed(secret: bytes, prefix: str, student: str) -> str:
+    """The seed of one student's numbers in one chapter: HMAC-SHA256 of the course's secret over the chapter and the
+    student id. Without the secret it cannot be computed; one student's (or one chapter's) seed says nothing of
+    another's, as HMAC is a pseudo-random function of its message."""
+    if type(secret) is not bytes or len(secret) < 16:
+        raise ValueError(f"student_seed: secret must be at least 16 bytes, got {type(secret).__name__} "
+                         f"of length {len(secret) if isinstance(secret, (bytes, str)) else '?'}")
+    for argument, value in (("prefix", prefix), ("student", student)):
+        if type(value) is not str or not value or "\0" in value:
+            raise ValueError(f"student_seed: {argument} must be a non-empty string without NUL, got {value!r}")
+    message = "\0".join(["mha-notebooks/student-seed/1", prefix, student]).encode()
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()
 
 
 def course_rng(seed: str | None, *names: str) -> random.Random:

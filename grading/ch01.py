@@ -8,9 +8,7 @@ EXERCISES = {
     # A row-major (r, c) tensor steps c elements per row, 1 per column; its transpose swaps the two.
     1: Value(parts=["A.stride()", "A.T.stride()"], variant=Variant(
         params=lambda rng: (lambda r, c: {"r": r, "c": c, "n": r * c})(rng.randint(2, 7), rng.choice([3, 5, 7, 8, 9])),
-        replace=[("`A = torch.arange(24).reshape(4, 6)`", "`A = torch.arange({n}).reshape({r}, {c})`")],
-        solution="answer = (({c}, 1), (1, {c}))",
-        expected=lambda p: ((p["c"], 1), (1, p["c"])))),
+        replace=[("`A = torch.arange(24).reshape(4, 6)`", "`A = torch.arange({n}).reshape({r}, {c})`")])),
     2: Value(parts=["X.permute(2, 0, 1)", "X.transpose(0, 2)"]),
     3: Function(parts=[Part("random sizes", f"cases = [(torch.randn(b, n, h * d, generator=g), h) for b, n, h, d in "
                                             f"{SHAPES}]")]),
@@ -25,14 +23,4 @@ EXPLAIN = [Explain(
     question={"en": "**Question (explain, graded by hand).** After `H.transpose(1, 2)`, why does `view` fail to merge "
                     "the last two axes while `reshape` works?",
               "zh_CN": "**问题（解释，人工评分）。** 在 `H.transpose(1, 2)` 之后，为什么用 `view` 合并最后两个轴会失败，"
-                       "而 `reshape` 可以？"},
-    model={"en": "transpose only swaps strides: the elements stay where they were in memory, so the two axes to merge "
-                 "are no longer adjacent in memory order. view never copies and needs them adjacent; reshape copies "
-                 "into a new contiguous tensor when it must.",
-           "zh_CN": "transpose 只交换步幅：元素在内存中的位置不变，所以要合并的两个轴在内存顺序上不再相邻。view 从不复制，"
-                    "需要它们相邻；reshape 在必要时复制出一个新的连续张量。"},
-    rubric={"en": "- 1 point: transpose changes strides (the view of memory), not the order of elements in memory.\n"
-                  "- 1 point: view needs the merged axes adjacent in memory (no copy); reshape copies when they are "
-                  "not.",
-            "zh_CN": "- 1 分：transpose 改变的是步幅（看内存的方式），而不是元素在内存中的顺序。\n"
-                     "- 1 分：view 要求被合并的轴在内存中相邻（不复制）；不相邻时 reshape 会复制。"})]
+                       "而 `reshape` 可以？"})]

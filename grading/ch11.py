@@ -28,13 +28,4 @@ EXPLAIN = [Explain(
     question={"en": "**Question (explain, graded by hand).** A block mask is built from a `mask_mod`. Why can it "
                     "skip whole tiles of the score matrix, and roughly how much does that save for a causal mask?",
               "zh_CN": "**问题（解释，人工评分）。** 块掩码由 `mask_mod` 构建。为什么它能跳过分数矩阵中的整块？对因果掩码大约"
-                       "能省下多少？"},
-    model={"en": "A mask_mod is a function of the indices only, so before any score is computed one can tell which "
-                 "tiles are fully masked; such a tile contributes nothing and is skipped. For a causal mask the tiles "
-                 "above the diagonal, about half of them, are skipped.",
-           "zh_CN": "mask_mod 只是索引的函数，所以在计算任何分数之前就能知道哪些块被完全遮蔽；这样的块没有任何贡献，可以跳过。"
-                    "对因果掩码，对角线以上的块，约一半，都被跳过。"},
-    rubric={"en": "- 1 point: the mask depends only on indices, so fully masked tiles are known in advance and "
-                  "contribute nothing.\n- 1 point: causal: about half the tiles (those above the diagonal) are skipped.",
-            "zh_CN": "- 1 分：掩码只依赖索引，所以完全被遮蔽的块事先可知，且没有贡献。\n"
-                     "- 1 分：因果掩码：约一半的块（对角线以上）被跳过。"})]
+                       "能省下多少？"})]

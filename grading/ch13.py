@@ -18,7 +18,8 @@ ok = same(number, want)"""
 
 EXERCISES = {
     # The mean of weights[t, t - 1] over t = 1 .. seq_len - 1, on the weights' values.
-    1: Function(parts=[Part("random causal weights, 2 to 30 tokens",
+    1: Function(library=["mha_chapters.induction:previous_token_score"],
+                parts=[Part("random causal weights, 2 to 30 tokens",
                             CAUSAL + "cases = [(causal(n),) for n in (2, 7, 16, 24, "
                                      "int(torch.randint(3, 31, (1,), generator=g)))]")],
                 reference="""\
@@ -27,7 +28,10 @@ def reference(weights):
     return sum(rows[t][t - 1] for t in range(1, len(rows))) / (len(rows) - 1)""",
                 compare=NUMBER),
     # For each query t whose token occurred at s < t, the weight on the keys s + 1, summed; the mean over those t.
-    2: Function(parts=[
+    # The parts follow the checker's hints: one earlier occurrence (the key s + 1, not s; the mean over the queries
+    # that have a key), several (sum them all, not the mean, the first or the last), and a token twice in a row (its
+    # key s + 1 = t is the query itself: j <= t, not j < t).
+    2: Function(library=["mha_chapters.induction:induction_score"], parts=[
         Part("a repeated span: one earlier occurrence per query",
              CAUSAL + """\
 cases = []
@@ -35,7 +39,15 @@ for period in (3, 5, 8, int(torch.randint(4, 12, (1,), generator=g))):
     length = period + int(torch.randint(1, period + 1, (1,), generator=g))  # shorter than two periods
     cases.append((causal(length), torch.randperm(32, generator=g)[:period].repeat(2)[:length]))"""),
         Part("tokens that occurred several times",
-             CAUSAL + "cases = [(causal(n), torch.randint(4, (n,), generator=g)) for n in (12, 17, 24)]")],
+             CAUSAL + "cases = [(causal(n), torch.randint(4, (n,), generator=g)) for n in (12, 17, 24)]"),
+        Part("a token twice in a row: the key after it is the query itself",
+             CAUSAL + """\
+cases = []
+for period in (3, 4, int(torch.randint(5, 9, (1,), generator=g))):
+    span = torch.randperm(32, generator=g)[:period]
+    span[1] = span[0]  # the first two tokens of each span are the same
+    length = 2 * period + int(torch.randint(0, period, (1,), generator=g))
+    cases.append((causal(length), span.repeat(3)[:length]))""")],
         reference="""\
 def reference(weights, tokens):
     rows, ids = tensor_.tolist(weights), tensor_.tolist(tokens)
@@ -46,12 +58,14 @@ def reference(weights, tokens):
             sums.append(sum(rows[t][j] for j in keys))
     return sum(sums) / len(sums)""",
         compare=NUMBER),
-    # Measured and asserted at each of the chapter's three seeds: A and D raise the loss by more than 1.5 nats. No
-    # variant: the answer is a measurement of the chapter's models, not a number a course could redraw.
+    # Predicted before section 5, which measures it and asserts at each of the chapter's three seeds that A and D
+    # raise the loss by more than 1.5 nats. No variant: the answer is a measurement of the chapter's models, not a
+    # number a course could redraw.
     3: Value(check=letters_check("answer", "ad", "abcd")),
 }
 
-# Only the last earlier occurrence: right while a token occurred once before, wrong when it occurred several times.
+# Only the last earlier occurrence: right while a token occurred once before (the first part), wrong when it occurred
+# several times.
 PARTLY_RIGHT = {2: '''\
 def my_induction_score(weights, tokens):
     sums = []
@@ -61,28 +75,11 @@ def my_induction_score(weights, tokens):
             sums.append(weights[t, keys[-1]].item())
     return sum(sums) / len(sums)'''}
 
+# After exercise 2, the chapter's last answer (exercise 3 stands before section 5): the question is answered once the
+# chapter has shown the path ablation.
 EXPLAIN = [Explain(
-    after=3, points=2,
+    after=2, points=2,
     question={"en": "**Question (explain, graded by hand).** Why does an induction head need a previous-token head "
                     "in an earlier layer? Why can one layer of attention not learn this task?",
               "zh_CN": "**问题（解释，人工评分）。** 为什么归纳头需要前面某一层中的前一词元头？为什么一层注意力学不会这个"
-                       "任务？"},
-    model={"en": "At query t the induction head looks for the key j whose previous token is x_t, x_{j-1} = x_t. "
-                 "A key is computed from what the residual stream holds at position j; in the embedding that is only "
-                 "x_j and j. The previous-token head of layer 1 writes x_{j-1} into position j, and the layer-2 "
-                 "head's W_k reads it (K-composition); zeroing that head blinds the induction heads. A one-layer "
-                 "head sees only the embeddings, so it can find a key by its own token or by a fixed offset, and "
-                 "the period changes from sequence to sequence: no fixed offset works.",
-           "zh_CN": "在查询 t 处，归纳头要找的是前一个词元等于 x_t 的键 j，即 x_{j-1} = x_t。键由残差流在位置 j 上的内容"
-                    "计算；在嵌入中，那里只有 x_j 和 j。第 1 层的前一词元头把 x_{j-1} 写进位置 j，第 2 层的头再通过 "
-                    "W_k 读出它（K 组合）；把这个头置零，归纳头就找不到它们的键了。单层的头只能看到嵌入，只能按键自己"
-                    "的词元或按固定的偏移找键，而周期随序列而变：没有哪个固定偏移能行。"},
-    rubric={"en": "- 1 point: the key at j must carry the token before it, x_{j-1}, which the embedding does not "
-                  "hold; the previous-token head writes it into the residual stream and the induction head's keys "
-                  "read it (K-composition; ablating it blinds the induction heads).\n"
-                  "- 1 point: one layer's keys see only each position's own token and position, and the period "
-                  "varies between sequences, so no fixed offset finds the token to copy.",
-            "zh_CN": "- 1 分：位置 j 的键必须带有它前面的词元 x_{j-1}，而嵌入中没有它；前一词元头把它写进残差流，归纳头"
-                     "的键读出它（K 组合；消融这个头会让归纳头找不到键）。\n"
-                     "- 1 分：单层的键只能看到每个位置自己的词元和位置，而周期随序列变化，所以没有哪个固定偏移能找到"
-                     "要复制的词元。"})]
+                       "任务？"})]

@@ -45,7 +45,11 @@ __all__ = [
     "CPU_FACT_NAMES",
     "FLOAT32_LANES",
     "IMPLEMENTATIONS",
+    "H100_SXM",
     "PEAK_FLOPS",
+    "PUBLISHED_ATTENTION",
+    "GpuSpec",
+    "LayerTraffic",
     "LayoutCopy",
     "attention_batched",
     "attention_flops",
@@ -56,7 +60,12 @@ __all__ = [
     "cpu_facts",
     "gpu_overtakes_at",
     "layout_copies",
+    "busy_sms",
+    "layer_traffic",
     "peak_flops",
+    "plot_roofline",
+    "ridge_batch",
+    "roofline_seconds",
     "plot_devices",
     "plot_length_sweep",
     "plot_loops_vs_batch",
@@ -243,6 +252,139 @@ def peak_flops(name: str) -> tuple[float, str] | None:
     return None
 
 
+# ---------------------------------------------------------------- the GPU half: a model from the datasheet
+
+
+class GpuSpec(NamedTuple):
+    """One GPU as its vendor documents it: what the roofline model and the occupancy count need."""
+
+    name: str
+    streaming_multiprocessors: int  # SMs: each runs its own blocks of threads
+    warp_size: int  # threads that execute one instruction together
+    max_warps_per_sm: int  # warps one SM can keep resident, switching between them to hide memory latency
+    peak_flops: float  # dense FP16/BF16 tensor-core FLOP/s
+    bandwidth: float  # HBM bytes per second
+    sources: tuple[str, ...]
+
+    @property
+    def ridge_point(self) -> float:
+        """FLOPs per byte at which the memory roof meets the compute roof: peak FLOP/s / bandwidth."""
+        return self.peak_flops / self.bandwidth
+
+
+H100_SXM = GpuSpec(
+    name="NVIDIA H100 SXM",
+    streaming_multiprocessors=132,
+    warp_size=32,
+    max_warps_per_sm=64,
+    peak_flops=1979e12 / 2,  # the datasheet's 1,979 TFLOPS FP16/BF16 Tensor Core are "with sparsity"; dense is half
+    bandwidth=3.35e12,
+    sources=("https://www.nvidia.com/en-us/data-center/h100/ (datasheet: FP16/BF16 Tensor Core 1,979 TFLOPS "
+             "with sparsity, half without; GPU memory bandwidth 3.35 TB/s)",
+             "NVIDIA, H100 Tensor Core GPU Architecture (2022), https://resources.nvidia.com/en-us-tensor-core "
+             "(132 SMs on the SXM5 board)",
+             "CUDA C++ Programming Guide, compute capability 9.0: warps of 32 threads, at most 64 resident warps "
+             "per SM, https://docs.nvidia.com/cuda/cuda-c-programming-guide/"),
+)
+
+# Measurements that others published, with their source: none of them was measured here.
+PUBLISHED_ATTENTION: list[tuple[str, str, float, str]] = [
+    (N_("FlashAttention-3, FP16"), "H100 SXM", 740e12,
+     "Shah et al. 2024, arXiv:2407.08608, abstract: up to 740 TFLOP/s (75% utilization)"),
+    (N_("FlashAttention-2 (35% of the H100's peak)"), "H100 SXM", 0.35 * H100_SXM.peak_flops,
+     "Shah et al. 2024, arXiv:2407.08608, abstract: 35% utilization; TFLOP/s = 0.35 x the dense peak above"),
+]
+
+
+class LayerTraffic(NamedTuple):
+    """One self-attention layer's work at one batch size: FLOPs counted, bytes from its sizes."""
+
+    batch_size: int
+    flops: int  # counted by torch.utils.flop_counter.FlopCounterMode on the layer's forward
+    nbytes: int  # the least a fused layer moves: its weights, its input and its output, once each
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity: FLOPs per byte moved."""
+        return self.flops / self.nbytes
+
+
+def layer_traffic(batch_size: int, seq_len: int, num_hiddens: int, num_heads: int,
+                  bytes_per_number: int = 2) -> LayerTraffic:
+    """FLOPs and least bytes moved of ``mha_lib.MultiHeadAttention(num_hiddens, num_heads)`` on ``(batch, seq, hid)``.
+
+    The FLOPs are counted on the layer itself (meta tensors: nothing is computed); the bytes assume every weight,
+    the input and the output cross the memory bus once, at ``bytes_per_number`` each (2: FP16). Anything a real
+    kernel writes and reads back in between (queries, keys, values, scores) only adds bytes, so the intensity
+    is an upper bound.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from mha_lib import MultiHeadAttention
+
+    for name, value in (("batch_size", batch_size), ("seq_len", seq_len), ("bytes_per_number", bytes_per_number)):
+        require_positive_int(name, value)
+    with torch.device("meta"):
+        layer = MultiHeadAttention(num_hiddens, num_heads)
+        x = torch.empty(batch_size, seq_len, num_hiddens)
+        with FlopCounterMode(display=False) as counter:
+            layer(x, x, x)
+    weights = sum(parameter.numel() for parameter in layer.parameters())
+    return LayerTraffic(batch_size, counter.get_total_flops(),
+                        (weights + 2 * batch_size * seq_len * num_hiddens) * bytes_per_number)
+
+
+def roofline_seconds(traffic: LayerTraffic, gpu: GpuSpec = H100_SXM) -> float:
+    """The roofline model's time: the larger of FLOPs / peak and bytes / bandwidth (a bound, not a measurement)."""
+    return max(traffic.flops / gpu.peak_flops, traffic.nbytes / gpu.bandwidth)
+
+
+def ridge_batch(traffics: Sequence[LayerTraffic], gpu: GpuSpec = H100_SXM) -> int | None:
+    """The first batch size whose intensity reaches the GPU's ridge point; None where none does."""
+    return next((t.batch_size for t in traffics if t.intensity >= gpu.ridge_point), None)
+
+
+def busy_sms(num_blocks: int, gpu: GpuSpec = H100_SXM) -> float:
+    """Share of the GPU's SMs that ``num_blocks`` thread blocks can occupy (one block per SM at least)."""
+    require_positive_int("num_blocks", num_blocks)
+    return min(1.0, num_blocks / gpu.streaming_multiprocessors)
+
+
+def plot_roofline(layers: dict[str, Sequence[LayerTraffic]], gpu: GpuSpec = H100_SXM,
+                  published: Sequence[tuple[str, str, float, str]] = PUBLISHED_ATTENTION) -> Figure:
+    """Log-log roofline of ``gpu``: attainable FLOP/s against intensity, each layer's batch sizes on its roof.
+
+    The points are the model's bound (min(peak, intensity x bandwidth)), not measurements; published
+    measurements are dotted horizontal lines, labelled as published.
+    """
+    from matplotlib.figure import Figure
+
+    if not layers:
+        raise ValueError(_("layers must name at least one layer's traffic, got an empty dict"))
+    fig = Figure(figsize=(7.5, 5), layout="constrained")
+    ax = fig.subplots()
+    low = min(t.intensity for ts in layers.values() for t in ts) / 2
+    high = max(max(t.intensity for ts in layers.values() for t in ts), gpu.ridge_point) * 4
+    xs = [low * (high / low) ** (i / 200) for i in range(201)]
+    ax.plot(xs, [min(gpu.peak_flops, x * gpu.bandwidth) / 1e12 for x in xs], color="black",
+            label=figure_text("{gpu}: datasheet roofline").format(gpu=gpu.name))
+    ax.axvline(gpu.ridge_point, color="gray", linestyle=":", linewidth=0.8)
+    for (label, traffics), marker in zip(layers.items(), "os^D", strict=False):
+        points = [(t.intensity, min(gpu.peak_flops, t.intensity * gpu.bandwidth) / 1e12) for t in traffics]
+        ax.plot(*zip(*points, strict=True), marker=marker, linestyle="none", label=label)
+        for t, (x, y) in zip(traffics, points, strict=True):
+            ax.annotate(str(t.batch_size), (x, y), textcoords="offset points", xytext=(3, -10), fontsize="x-small")
+    for (what, device, flops, _source), colour in zip(published, ("tab:green", "tab:purple"), strict=False):
+        ax.axhline(flops / 1e12, color=colour, linestyle="--", linewidth=1,
+                   label=figure_text("published: {what}, {device}").format(what=figure_text(what), device=device))
+    ax.set(xscale="log", yscale="log", xlabel=figure_text("arithmetic intensity (FLOPs per byte moved)"),
+           ylabel=figure_text("attainable TFLOP/s (model)"),
+           title=figure_text("Roofline: batch sizes marked; dotted: the ridge point"))
+    ax.legend(fontsize="x-small")
+    ax.grid(True, which="major", alpha=0.3)
+    return fig
+
+
 # ---------------------------------------------------------------- what a CPU core can do at once
 
 # float32 numbers in one vector register, by torch.backends.cpu.get_cpu_capability(): 512-bit AVX-512
@@ -363,7 +505,7 @@ def plot_loops_vs_batch(runs: Sequence[DeviceRun]) -> Figure:
                               other=figure_text(_LABELS[name]), run=_short(run)), **style)
     time_ax.set(xscale="log", yscale="log", xlabel=figure_text("batch size (samples)"),
                 ylabel=figure_text("median time per call (ms)"), title=figure_text("Time for one multi-head attention"))
-    speed_ax.set(xscale="log", xlabel=figure_text("batch size (samples)"),
+    speed_ax.set(xscale="log", yscale="log", xlabel=figure_text("batch size (samples)"),
                  ylabel=figure_text("speed-up of the batched call (×)"),
                  title=figure_text("How many times faster one batched call is"))
     speed_ax.axhline(1.0, color="gray", linewidth=0.8, linestyle=":")

@@ -7,7 +7,6 @@ only wires sliders to :func:`plot_block_mask`.
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -128,12 +127,13 @@ def plot_block_mask(seq_len: int, window: int, block_size: int, mask_mod: MaskMo
 def load_flex_record(path: str | Path | None = None) -> dict[str, Any]:
     """The newest recording of ``benchmarks/bench_flex.py`` shipped with the package (or the one at ``path``)."""
     if path is None:
-        folder = Path(str(resources.files("mha_chapters.bench") / "results" / "flex"))
-        files = sorted(folder.glob("*.json"))
-        if not files:
-            template = _("no recording in {folder}/: run python benchmarks/bench_flex.py --record")
-            raise FileNotFoundError(template.format(folder=folder.name))
-        path = files[-1]
+        from .bench.records import newest_recording
+
+        try:
+            path = newest_recording("flex")  # by the date in its name
+        except FileNotFoundError:
+            raise FileNotFoundError(_("no recording in {folder}/: run python benchmarks/bench_flex.py --record").format(
+                folder="flex")) from None
     record = json.loads(Path(path).read_text())
     for key in ("device", "device_name", "machine", "threads", "torch", "date", "load_average_1min", "rows",
                 "compile_s", "compile_fresh_s"):

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 from torch import Tensor, nn
 
 from mha_lib._validation import require_positive_int, wrong_type
@@ -41,14 +42,22 @@ __all__ = [
     "TrainResult",
     "ablate_heads",
     "attention_weights",
+    "bag_of_context_loss",
     "build_model",
+    "composition_scores",
+    "copying_score",
     "induction_keys",
     "induction_score",
+    "ov_circuit",
+    "path_ablation",
     "plot_phase_change",
+    "plot_two_heads",
     "previous_token_score",
     "repeated_loss",
     "train",
 ]
+
+PATHS = ("none", "Q", "K", "V")  # the inputs of a layer-2 head that path_ablation can cut a layer-1 head from
 
 
 @dataclass(frozen=True)
@@ -241,9 +250,20 @@ def _check_weights(weights: object) -> None:
 
 @dataclass
 class TrainResult:
-    """What :func:`train` records: one ``(step, held-out loss on the repeated part)`` per evaluation."""
+    """What :func:`train` records: one ``(step, held-out loss on the repeated part)`` per evaluation, and with it
+    ``scores``, one ``(step, previous-token scores, induction scores)`` per evaluation, each score tensor
+    ``(num_layers, num_heads)``, read from the same held-out forward pass."""
 
     history: list[tuple[int, float]] = field(default_factory=list)
+    scores: list[tuple[int, Tensor, Tensor]] = field(default_factory=list)
+
+    def score_history(self, layer: int, kind: str) -> list[tuple[int, float]]:
+        """``(step, the largest score of layer ``layer`` (0-based))`` per evaluation; ``kind`` is "previous" or
+        "induction"."""
+        if kind not in ("previous", "induction"):
+            raise ValueError(_("kind must be 'previous' or 'induction', got {kind!r}").format(kind=kind))
+        column = 1 if kind == "previous" else 2
+        return [(entry[0], entry[column][layer].max().item()) for entry in self.scores]
 
     @property
     def final_loss(self) -> float:
@@ -272,9 +292,10 @@ def train(
 ) -> TrainResult:
     """Train ``model`` to predict every next token, with AdamW on fresh batches from a generator seeded with ``seed``.
 
-    Every ``eval_every`` steps the loss on the repeated part of ``held_out = (tokens, repeats)`` is recorded and
-    passed with the step to ``callback(step, loss)``. The same seed and model give the same result; training runs
-    on one CPU thread (the model is so small that more threads only wait for each other).
+    Every ``eval_every`` steps the loss on the repeated part of ``held_out = (tokens, repeats)`` is recorded with
+    every head's previous-token and induction scores on it, and passed with the step to ``callback(step, loss)``.
+    The same seed and model give the same result; training runs on one CPU thread (the model is so small that more
+    threads only wait for each other).
     """
     if not isinstance(model, AttentionOnlyTransformer):
         raise wrong_type("model", _("an AttentionOnlyTransformer"), model)
@@ -296,26 +317,177 @@ def train(
             if step % eval_every == 0:
                 held_out_loss = repeated_loss(model, *held_out)
                 result.history.append((step, held_out_loss))
+                weights = [layer.attention_weights for layer in model.layers]  # of that held-out pass
+                result.scores.append((step, torch.stack([previous_token_score(w) for w in weights]),
+                                      torch.stack([induction_score(w, held_out[0]) for w in weights])))
                 if callback is not None:
                     callback(step, held_out_loss)
     model.eval()
     return result
 
 
+def bag_of_context_loss(tokens: Tensor, repeats: Tensor) -> float:
+    """The loss on the repeated part of a guess that is uniform over the distinct tokens seen so far.
+
+    At a repeat the next token is always among them, so this is what a model earns that knows *which* tokens the
+    context holds but not *where*: the "bag of context" level.
+
+    Shape:
+        - tokens, repeats: ``(batch_size, seq_len)``, as :meth:`RepeatTask.sample` returns them
+    """
+    if not isinstance(tokens, Tensor) or tokens.dtype.is_floating_point or tokens.dim() != 2:
+        got = f"{tokens.dtype} {tuple(tokens.shape)}" if isinstance(tokens, Tensor) else type(tokens).__name__
+        raise TypeError(_("tokens must be a 2-D integer tensor (batch_size, seq_len), got {got}").format(got=got))
+    if not isinstance(repeats, Tensor) or repeats.dtype != torch.bool or repeats.shape != tokens.shape:
+        got = f"{repeats.dtype} {tuple(repeats.shape)}" if isinstance(repeats, Tensor) else type(repeats).__name__
+        template = _("repeats must be a boolean tensor of the tokens' shape {shape}, got {got}")
+        raise TypeError(template.format(shape=tuple(tokens.shape), got=got))
+    same = tokens[:, :, None] == tokens[:, None, :]  # (batch, t, s): token s equals token t
+    first = ~(same & torch.ones_like(same[0]).tril(-1)).any(dim=-1)  # (batch, s): no equal token before s
+    distinct = first.cumsum(dim=1).to(torch.float64)  # (batch, t): distinct tokens among 0 .. t
+    return distinct.log()[:, :-1][repeats[:, :-1]].mean().item()  # the positions repeated_loss averages
+
+
+def ov_circuit(model: AttentionOnlyTransformer, layer: int, head: int) -> Tensor:
+    """The OV circuit of one head, read from the weights: ``readout · W_o (head's columns) · W_v (head's rows) ·
+    token embedding``.
+
+    Entry ``[a, b]`` is how much the head raises the logit of token ``a`` when it attends to a position holding
+    token ``b`` (through its embedding; Elhage et al., 2021). A head that copies has its largest entry of each
+    column on the diagonal.
+
+    Shape:
+        - output: ``(vocab_size, vocab_size)``, output tokens by attended tokens
+    """
+    mha = _head_of(model, layer, head)
+    rows = slice(head * mha.v_head_dim, (head + 1) * mha.v_head_dim)
+    W_ov = mha.W_o.weight[:, rows] @ mha.W_v.weight[rows]  # (num_hiddens, v_head_dim) @ (v_head_dim, num_hiddens)
+    with torch.no_grad():  # (vocab, hiddens) @ (hiddens, hiddens) @ (hiddens, vocab) -> (vocab, vocab)
+        return model.readout.weight @ W_ov @ model.token_embedding.weight.T
+
+
+def copying_score(model: AttentionOnlyTransformer) -> Tensor:
+    """Per layer and head, the fraction of tokens whose column of :func:`ov_circuit` has its largest entry on the
+    diagonal: attending to token ``b`` raises ``b`` above every other token.
+
+    Shape:
+        - output: ``(num_layers, num_heads)``
+    """
+    if not isinstance(model, AttentionOnlyTransformer):
+        raise wrong_type("model", _("an AttentionOnlyTransformer"), model)
+    scores = torch.zeros(len(model.layers), model.layers[0].num_heads, dtype=torch.float64)
+    for layer, mha in enumerate(model.layers):
+        for head in range(mha.num_heads):
+            circuit = ov_circuit(model, layer, head)  # (vocab, vocab)
+            top = circuit.argmax(dim=0)  # (vocab,): the token each attended token raises most
+            scores[layer, head] = (top == torch.arange(len(top))).double().mean()
+    return scores
+
+
+def composition_scores(model: AttentionOnlyTransformer, head: int) -> dict[str, Tensor]:
+    """Elhage et al.'s Q-, K- and V-composition scores of layer-1 head ``head`` with every head of layer 2.
+
+    Each is ``||A B||_F / (||A||_F ||B||_F)``, with ``B`` the layer-1 head's ``W_o W_v`` and ``A`` what the layer-2
+    head reads it with: ``W_QK^T`` (queries), ``W_QK`` (keys) with ``W_QK = W_q^T W_k``, or its own ``W_o W_v``
+    (values). It is about 1 when the two line up, and small for unrelated matrices.
+
+    Shape:
+        - output: ``{"Q": ..., "K": ..., "V": ...}``, each ``(num_heads,)``
+    """
+    first = _head_of(model, 0, head)
+    if len(model.layers) != 2:
+        raise ValueError(_("model must have 2 layers, got {count}").format(count=len(model.layers)))
+    second = model.layers[1]
+
+    def rows(mha: MultiHeadAttention, h: int, size: int) -> slice:
+        return slice(h * size, (h + 1) * size)
+
+    def ov(mha: MultiHeadAttention, h: int) -> Tensor:  # (num_hiddens, num_hiddens): residual in -> residual out
+        return mha.W_o.weight[:, rows(mha, h, mha.v_head_dim)] @ mha.W_v.weight[rows(mha, h, mha.v_head_dim)]
+
+    def score(A: Tensor, B: Tensor) -> float:
+        return (torch.linalg.matrix_norm(A @ B) / (torch.linalg.matrix_norm(A) * torch.linalg.matrix_norm(B))).item()
+
+    B = ov(first, head)
+    scores: dict[str, list[float]] = {"Q": [], "K": [], "V": []}
+    with torch.no_grad():
+        for h in range(second.num_heads):
+            q, k = (W.weight[rows(second, h, second.head_dim)] for W in (second.W_q, second.W_k))
+            W_qk = q.T @ k  # query x . key x
+            scores["Q"].append(score(W_qk.T, B))
+            scores["K"].append(score(W_qk, B))
+            scores["V"].append(score(ov(second, h), B))
+    return {kind: torch.tensor(values, dtype=torch.float64) for kind, values in scores.items()}
+
+
+@torch.no_grad()
+def path_ablation(
+    model: AttentionOnlyTransformer, held_out: tuple[Tensor, Tensor], head: int, path: str
+) -> tuple[float, Tensor]:
+    """Remove layer-1 head ``head`` from one input of layer 2 only, and measure what is left.
+
+    ``path`` is "Q", "K" or "V": layer 2 computes its queries, keys or values from the residual stream without
+    that head's output, and everything else (the other two inputs, the direct path to the read-out) keeps it.
+    "none" removes nothing. Returns the loss on the repeated part of ``held_out = (tokens, repeats)`` and the
+    induction scores of layer 2's heads, ``(num_heads,)``.
+    """
+    _head_of(model, 0, head)
+    if len(model.layers) != 2:
+        raise ValueError(_("model must have 2 layers, got {count}").format(count=len(model.layers)))
+    if path not in PATHS:
+        raise ValueError(_("path must be one of {paths}, got {path!r}").format(paths=", ".join(PATHS), path=path))
+    tokens, repeats = held_out
+    first, second = model.layers
+    was_training = model.training
+    model.eval()
+    with cpu_threads(1):
+        X = model.token_embedding(tokens) + model.position_embedding.weight[:tokens.shape[1]]
+        full = X + first(X, X, X, causal=True)  # the stream after layer 1: (batch, seq_len, num_hiddens)
+        with ablate_heads(first, [head]):
+            without = X + first(X, X, X, causal=True)  # the same stream without the head's output
+        queries, keys, values = (without if path == name else full for name in ("Q", "K", "V"))
+        logits = model.readout(full + second(queries, keys, values, causal=True))  # (batch, seq_len, vocab)
+    model.train(was_training)
+    losses = F.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")  # (batch, seq_len - 1)
+    return losses[repeats[:, :-1]].mean().item(), induction_score(second.attention_weights, tokens)
+
+
+def _head_of(model: object, layer: int, head: int) -> MultiHeadAttention:
+    if not isinstance(model, AttentionOnlyTransformer):
+        raise wrong_type("model", _("an AttentionOnlyTransformer"), model)
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < len(model.layers):
+        raise ValueError(_("layer must be a layer index in [0, {count}), got {layer!r}").format(
+            count=len(model.layers), layer=layer))
+    mha = model.layers[layer]
+    if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < mha.num_heads:
+        raise ValueError(_("head must be a head number in [0, {num_heads}), got {head!r}").format(
+            num_heads=mha.num_heads, head=head))
+    return mha
+
+
 def plot_phase_change(
     results: Mapping[str, Sequence[TrainResult]],
     chance: float | None = None,
-    figsize: tuple[float, float] = (7.0, 3.2),
+    figsize: tuple[float, float] = (9.0, 3.4),
+    *,
+    bag_of_context: float | None = None,
+    scores_of: str | None = None,
 ) -> Figure:
-    """Held-out loss on the repeated part against training step: one colour per model, one line per seed.
+    """Left: held-out loss on the repeated part against training step, one colour per model, one line per seed.
+    Right (with ``scores_of``, a key of ``results``): that model's largest induction score of its last layer
+    (solid) and largest previous-token score of layer 1 (dashed), one colour per seed.
 
-    ``chance`` (``ln(vocab_size)``, the loss of a uniform guess) is drawn as a dashed line.
+    ``chance`` (``ln(vocab_size)``, the loss of a uniform guess) is drawn as a dashed line, ``bag_of_context``
+    (:func:`bag_of_context_loss`) as a dotted one.
     """
     if not results or not all(results.values()):
         raise ValueError(_("results must map each label to at least one TrainResult, got {results!r}").format(
             results=results))
+    if scores_of is not None and scores_of not in results:
+        raise ValueError(_("scores_of must be one of the labels {labels}, got {label!r}").format(
+            labels=", ".join(map(repr, results)), label=scores_of))
     fig = Figure(figsize=figsize, layout="constrained")
-    ax = fig.subplots()
+    ax, *right = fig.subplots(1, 1 if scores_of is None else 2, squeeze=False)[0]
     for (label, runs), colour in zip(results.items(), ("tab:blue", "tab:orange", "tab:green", "tab:red"),
                                      strict=False):
         for k, run in enumerate(runs):
@@ -323,9 +495,66 @@ def plot_phase_change(
             ax.plot(steps, losses, color=colour, alpha=0.8, label=label if k == 0 else None)
     if chance is not None:
         ax.axhline(chance, color="black", linestyle="--", linewidth=1, label=figure_text("uniform guess"))
+    if bag_of_context is not None:
+        ax.axhline(bag_of_context, color="black", linestyle=":", linewidth=1.2, label=figure_text("bag of context"))
     ax.set_ylim(0, None if chance is None else math.ceil(chance))
     ax.set_xlabel(figure_text("training step"))
     ax.set_ylabel(figure_text("loss on the repeated part (nats)"))
     ax.set_title(figure_text("Two layers learn to copy, suddenly; one layer does not"))
-    ax.legend(loc="lower left")
+    ax.legend(loc="lower left", fontsize="small")
+    if scores_of is not None:
+        ax_scores = right[0]
+        for k, run in enumerate(results[scores_of]):
+            colour = f"C{k + 4}"
+            steps, induction = zip(*run.score_history(len(run.scores[0][2]) - 1, "induction"), strict=True)
+            _steps, previous = zip(*run.score_history(0, "previous"), strict=True)
+            ax_scores.plot(steps, induction, color=colour, label=figure_text("seed {index}").format(index=k))
+            ax_scores.plot(steps, previous, color=colour, linestyle="--")
+        ax_scores.plot([], [], color="grey", label=figure_text("induction score, last layer"))
+        ax_scores.plot([], [], color="grey", linestyle="--", label=figure_text("previous-token score, layer 1"))
+        ax_scores.set_ylim(0, 1)
+        ax_scores.set_xlabel(figure_text("training step"))
+        ax_scores.set_ylabel(figure_text("largest score of a head"))
+        ax_scores.set_title(figure_text("{label}: the heads form during the drop").format(label=scores_of))
+        ax_scores.legend(loc="lower right", fontsize="small")
+    return fig
+
+
+def plot_two_heads(
+    previous: Tensor, induction: Tensor, tokens: Tensor, titles: Sequence[str], suptitle: str | None = None,
+    figsize: tuple[float, float] = (9.0, 4.6),
+) -> Figure:
+    """The weights of a previous-token head and an induction head on one sequence, each axis labelled with the
+    token ids; outlined are the keys each should find: key ``t - 1`` on the left, the keys of
+    :func:`induction_keys` on the right.
+
+    Shape:
+        - previous, induction: ``(seq_len, seq_len)``, queries by keys
+        - tokens: ``(seq_len,)``, integer
+    """
+    seq_len = len(tokens)
+    for name, weights in (("previous", previous), ("induction", induction)):
+        if not isinstance(weights, Tensor) or tuple(weights.shape) != (seq_len, seq_len):
+            got = tuple(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__
+            raise ValueError(_("{name} must be a ({seq_len}, {seq_len}) tensor of weights, got {got}").format(
+                name=name, seq_len=seq_len, got=got))
+    if len(titles) != 2:
+        raise ValueError(_("titles must name the 2 panels, got {count} titles").format(count=len(titles)))
+    expected = [torch.eye(seq_len, dtype=torch.bool).roll(-1, dims=1).tril(-1),  # [t, t - 1]
+                induction_keys(tokens[None])[0]]
+    fig = Figure(figsize=figsize, layout="constrained")
+    axes = fig.subplots(1, 2, sharey=True)
+    labels = [str(token) for token in tokens.tolist()]
+    for ax, weights, keys, title in zip(axes, (previous, induction), expected, titles, strict=True):
+        image = ax.imshow(weights.detach().to("cpu", torch.float32).numpy(), cmap="Reds", vmin=0, vmax=1)
+        for t, j in keys.nonzero().tolist():
+            ax.add_patch(Rectangle((j - 0.5, t - 0.5), 1, 1, fill=False, edgecolor="tab:blue", linewidth=0.9))
+        ax.set_xticks(range(seq_len), labels, fontsize=6, rotation=90)
+        ax.set_yticks(range(seq_len), labels, fontsize=6)
+        ax.set_xlabel(figure_text("keys (token ids)"))
+        ax.set_title(title)
+    axes[0].set_ylabel(figure_text("queries (token ids)"))
+    fig.colorbar(image, ax=axes, shrink=0.7, label=figure_text("attention weight"))
+    if suptitle is not None:
+        fig.suptitle(suptitle)
     return fig

@@ -177,30 +177,38 @@ def mla_cache_bytes(num_layers: int, kv_lora_rank: int, context_len: int, batch_
 
 
 def cache_curves(context_lens: Sequence[int], *, num_layers: int, num_heads: int, num_kv_heads: int, head_dim: int,
-                 kv_lora_rank: int, batch_size: int = 1, dtype: torch.dtype | str = torch.float16
-                 ) -> dict[str, list[int]]:
+                 kv_lora_rank: int, rope_head_dim: int = 0, batch_size: int = 1,
+                 dtype: torch.dtype | str = torch.float16) -> dict[str, list[int]]:
     """Cache bytes per context length for MHA, GQA (``num_kv_heads``), MQA and MLA (``kv_lora_rank``) of one size.
 
-    The keys are the designs' names as a figure's legend shows them (:func:`mha_chapters.i18n.figure_text`).
+    MLA caches its latent and, with ``rope_head_dim`` > 0, the decoupled rotary key next to it (DeepSeek-V2's
+    ``qk_rope_head_dim``); its name says which. The keys are the designs' names as a figure's legend shows them
+    (:func:`mha_chapters.i18n.figure_text`).
     """
     if num_heads % num_kv_heads:
         template = _("num_kv_heads={num_kv_heads} must divide num_heads={num_heads}")
         raise ValueError(template.format(num_kv_heads=num_kv_heads, num_heads=num_heads))
-    mha, gqa, mqa, mla = _design_names(num_kv_heads, kv_lora_rank, figure_text)  # the figure's legend
+    mha, gqa, mqa, mla = _design_names(num_kv_heads, kv_lora_rank, figure_text, rope_head_dim)  # the legend
     kinds = {mha: num_heads, gqa: num_kv_heads, mqa: 1}
     curves = {name: [kv_cache_bytes(num_layers, kv, head_dim, n, batch_size, dtype) for n in context_lens]
               for name, kv in kinds.items()}
-    curves[mla] = [mla_cache_bytes(num_layers, kv_lora_rank, n, batch_size, dtype) for n in context_lens]
+    curves[mla] = [mla_cache_bytes(num_layers, kv_lora_rank, n, batch_size, dtype, rope_head_dim) for n in context_lens]
     return curves
 
 
 _GQA_NAME, _MLA_NAME = N_("GQA ({num_kv_heads} kv heads)"), N_("MLA (latent {kv_lora_rank})")
+_MLA_ROPE_NAME = N_("MLA (latent {kv_lora_rank} + rotary {rope_head_dim})")
 
 
-def _design_names(num_kv_heads: int, kv_lora_rank: int, translate: Callable[[str], str]) -> tuple[str, ...]:
-    """The names of MHA, GQA, MQA and MLA of these sizes, in the reader's language (``_`` or ``figure_text``)."""
-    return ("MHA", translate(_GQA_NAME).format(num_kv_heads=num_kv_heads), "MQA",
-            translate(_MLA_NAME).format(kv_lora_rank=kv_lora_rank))
+def _design_names(num_kv_heads: int, kv_lora_rank: int, translate: Callable[[str], str],
+                  rope_head_dim: int = 0) -> tuple[str, ...]:
+    """The names of MHA, GQA, MQA and MLA of these sizes, in the reader's language (``_`` or ``figure_text``).
+
+    MLA's name says what its row counts: the latent alone, or the latent and the rotary key.
+    """
+    mla = (translate(_MLA_ROPE_NAME).format(kv_lora_rank=kv_lora_rank, rope_head_dim=rope_head_dim) if rope_head_dim
+           else translate(_MLA_NAME).format(kv_lora_rank=kv_lora_rank))
+    return "MHA", translate(_GQA_NAME).format(num_kv_heads=num_kv_heads), "MQA", mla
 
 
 def plot_cache_bytes(context_lens: Sequence[int], curves: dict[str, list[int]], title: str = "",
@@ -231,19 +239,21 @@ def plot_cache_bytes(context_lens: Sequence[int], curves: dict[str, list[int]], 
 
 
 def memory_summary(*, num_layers: int, num_heads: int, num_kv_heads: int, head_dim: int, kv_lora_rank: int,
-                   context_len: int, batch_size: int, dtype: str) -> Table:
+                   context_len: int, batch_size: int, dtype: str, rope_head_dim: int = 0) -> Table:
     """The calculator's numbers: bytes per token and in all, for MHA, GQA, MQA and MLA, as text and as HTML."""
     curves = cache_curves([1, context_len], num_layers=num_layers, num_heads=num_heads, num_kv_heads=num_kv_heads,
-                          head_dim=head_dim, kv_lora_rank=kv_lora_rank, batch_size=1, dtype=dtype)
+                          head_dim=head_dim, kv_lora_rank=kv_lora_rank, rope_head_dim=rope_head_dim, batch_size=1,
+                          dtype=dtype)
     lines = [_("{num_layers} layers, {num_heads} query heads of {head_dim}, {context_len} tokens, batch {batch_size}, "
                "{dtype}").format(num_layers=num_layers, num_heads=num_heads, head_dim=head_dim, context_len=context_len,
                                  batch_size=batch_size, dtype=dtype)]
-    names = _design_names(num_kv_heads, kv_lora_rank, _)  # printed text: translated even without a CJK font
-    rows = []
+    names = _design_names(num_kv_heads, kv_lora_rank, _, rope_head_dim)  # printed: translated without a CJK font
+    rows, width = [], max(display_width(name) for name in names) + 1
     for name, (per_token, _total) in zip(names, curves.values(), strict=True):
         total = per_token * context_len * batch_size
         lines.append(_("  {name} {per_token:>9,} bytes per token   {total:10.3f} GiB in all").format(
-            name=name + " " * (22 - display_width(name)), per_token=per_token, total=total / 2**30))  # CJK: 2 columns
+            name=name + " " * (max(22, width) - display_width(name)),  # CJK: 2 columns
+            per_token=per_token, total=total / 2**30))
         rows.append((name, f"{per_token:,}", f"{total / 2**30:.3f} GiB"))
     return Table("\n".join(lines), [_("kind"), _("bytes per token"), _("in all")], rows, caption=lines[0])
 
@@ -251,7 +261,7 @@ def memory_summary(*, num_layers: int, num_heads: int, num_kv_heads: int, head_d
 def memory_calculator(**initial: int | str) -> widgets.VBox:
     """Sliders for the model's sizes; the figure and the numbers follow every change."""
     values = {"num_layers": 32, "num_heads": 32, "num_kv_heads": 8, "head_dim": 128, "kv_lora_rank": 512,
-              "context_len": 8192, "batch_size": 1, "dtype": "bfloat16"} | initial
+              "rope_head_dim": 64, "context_len": 8192, "batch_size": 1, "dtype": "bfloat16"} | initial
     layout, style = widgets.Layout(width="360px"), {"description_width": "110px"}
     pow2 = [2**k for k in range(7, 18)]
     controls = {
@@ -264,6 +274,8 @@ def memory_calculator(**initial: int | str) -> widgets.VBox:
                                             description=_("head size")),
         "kv_lora_rank": widgets.SelectionSlider(options=[64, 128, 256, 512, 1024], value=values["kv_lora_rank"],
                                                 description=_("latent (MLA)")),
+        "rope_head_dim": widgets.SelectionSlider(options=[0, 32, 64, 128], value=values["rope_head_dim"],
+                                                 description=_("rotary key (MLA)")),
         "context_len": widgets.SelectionSlider(options=pow2, value=values["context_len"],
                                                description=_("context")),
         "batch_size": widgets.IntSlider(value=values["batch_size"], min=1, max=64, description=_("batch")),

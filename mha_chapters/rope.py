@@ -20,15 +20,17 @@ from mha_lib.rope import _apply_rope, _require_even, _rope_frequencies
 
 from .i18n import figure_text
 
-__all__ = ["BASES", "HEAD_DIMS", "distance_scores", "plot_rope", "rope_explorer", "wavelengths"]
+__all__ = ["BASES", "HEAD_DIMS", "distance_scores", "plot_rope", "rope_explorer", "unrelated_scores", "wavelengths"]
 
 BASES = (100.0, 1000.0, 10000.0, 500000.0)  # 10000: RoFormer, Llama 1 and 2; 500000: Llama 3
 HEAD_DIMS = (8, 16, 32, 64, 128)
 
 
-def distance_scores(base: float, head_dim: int, max_distance: int) -> Tensor:
+def distance_scores(base: float, head_dim: int, max_distance: int, factor: float = 1.0) -> Tensor:
     """The score of a query and a key that are the same all-ones vector, at distances 0 .. max_distance, divided by
-    ``head_dim``: 1 at distance 0, then the mean of ``cos(distance * theta_i)`` over the pairs (either convention).
+    ``head_dim``: 1 at distance 0, then the mean of ``cos(distance * theta_i / factor)`` over the pairs (either
+    convention). ``factor`` > 1 divides every position by it: linear position interpolation (Chen et al., 2023,
+    arXiv:2306.15595), ``rope_scaling = {"rope_type": "linear", "factor": factor}`` in a Hugging Face config.
 
     Shape:
         - output: ``(max_distance + 1,)``, float64
@@ -36,10 +38,34 @@ def distance_scores(base: float, head_dim: int, max_distance: int) -> Tensor:
     head_dim = require_positive_int("head_dim", head_dim)
     _require_even("head_dim", head_dim)
     base = require_positive_real("base", base)
+    factor = require_positive_real("factor", factor)
     ones = torch.ones(require_positive_int("max_distance", max_distance) + 1, head_dim, dtype=torch.float64)
-    queries = _apply_rope(ones, torch.arange(max_distance + 1), "halves", base)  # query at position d
+    positions = torch.arange(max_distance + 1, dtype=torch.float64) / factor
+    queries = _apply_rope(ones, positions, "halves", base)  # query at position d / factor
     key = ones[0]  # the key at position 0: turned by nothing
     return queries @ key / head_dim
+
+
+def unrelated_scores(base: float, head_dim: int, max_distance: int, num_pairs: int = 2048, seed: int = 0) -> Tensor:
+    """The mean score of ``num_pairs`` unrelated queries and keys (independent, standard normal), the query at
+    distance 0 .. max_distance from the key, divided by ``head_dim``: about 0 at every distance, unlike
+    :func:`distance_scores`, where the query and the key are the same vector.
+
+    Shape:
+        - output: ``(max_distance + 1,)``, float64
+    """
+    head_dim = require_positive_int("head_dim", head_dim)
+    _require_even("head_dim", head_dim)
+    base = require_positive_real("base", base)
+    max_distance = require_positive_int("max_distance", max_distance)
+    generator = torch.Generator().manual_seed(require_positive_int("seed", seed + 1) - 1)
+    queries, keys = torch.randn(2, require_positive_int("num_pairs", num_pairs), head_dim, generator=generator,
+                                dtype=torch.float64)
+    # A score (R_d q) . k is linear in q k^T, so its mean over the pairs is that of the mean of q k^T:
+    outer = queries.T @ keys / num_pairs  # (head_dim, head_dim): mean of q_j k_f over the pairs
+    basis = torch.eye(head_dim, dtype=torch.float64)[:, None, :].expand(head_dim, max_distance + 1, head_dim)
+    turned = _apply_rope(basis, torch.arange(max_distance + 1), "halves", base)  # [j, d] = R_d e_j
+    return torch.einsum("jdf,jf->d", turned, outer) / head_dim  # mean over the pairs of (R_d q) . k / head_dim
 
 
 def wavelengths(base: float, head_dim: int) -> Tensor:
@@ -64,6 +90,8 @@ def plot_rope(base: float = 10000.0, head_dim: int = 64, max_distance: int = 102
         label = figure_text("base {base:,g}").format(base=b)
         score_ax.plot(distance_scores(b, head_dim, max_distance).numpy(), style, linewidth=1.2, label=label)
         turn_ax.semilogy(wavelengths(b, head_dim).numpy(), style, marker=".", label=label)
+    score_ax.plot(unrelated_scores(base, head_dim, max_distance).numpy(), ":", color="grey", linewidth=1.0,
+                  label=figure_text("unrelated q, k (mean of 2,048), base {base:,g}").format(base=base))
     score_ax.axhline(0, color="grey", linewidth=0.6)
     score_ax.set(title=figure_text("score of a vector with itself, head_dim {head_dim}").format(head_dim=head_dim),
                  xlabel=figure_text("distance m - n (positions)"), ylabel=figure_text("score / head_dim"),

@@ -48,7 +48,8 @@ CHAPTER_HEADERS = (
     N_("new tokens"), N_("speed-up"), N_("floor of one head"), N_("one head"), N_("two heads"), N_("copies"),
     N_("bytes copied"), N_("step below ln(32)/2"), N_("largest fall in 50 steps"), N_("final loss"), N_("layer"),
     N_("previous-token score"), N_("induction score"), N_("heads zeroed"), N_("loss on the repeated part"),
-    N_("one-layer model"), N_("induction scores, layer 2"),
+    N_("one-layer model"), N_("induction scores, layer 2"), N_("copying score"), N_("rise"), N_("removed from"),
+    N_("composition score"),
 )
 
 

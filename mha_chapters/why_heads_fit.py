@@ -86,15 +86,20 @@ def fit_layer(num_heads: int, inputs: tuple[Tensor, Tensor, Tensor], targets: Te
               lr: float = 0.05, bias: bool = True) -> FitResult:
     """Fit a layer of :func:`fit_two_place`'s sizes to any ``targets`` from initial weights drawn with ``seed``.
 
+    The layer's ``value_size`` is that of the values given: pass the keys as values, and the values carry each
+    position's code next to its content (chapter 04's "More to try"), so :func:`one_head_floor` no longer binds.
+
     Shape:
-        - inputs: queries, keys and values as :func:`random_two_place` returns them
+        - inputs: queries, keys and values as :func:`random_two_place` returns them; values may be the keys,
+          ``(num_samples, NUM_POSITIONS, NUM_POSITIONS + CONTENT_SIZE)``
         - targets: ``(num_samples, 1, 2 * CONTENT_SIZE)``
     """
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny tensors: one thread is fastest, and sums in the same order on every machine
     try:
         torch.manual_seed(seed)
-        layer = MultiHeadAttention(NUM_POSITIONS + CONTENT_SIZE, NUM_POSITIONS, CONTENT_SIZE, 2 * CONTENT_SIZE,
+        value_size = inputs[2].shape[-1]  # CONTENT_SIZE for the contents alone
+        layer = MultiHeadAttention(NUM_POSITIONS + CONTENT_SIZE, NUM_POSITIONS, value_size, 2 * CONTENT_SIZE,
                                    num_heads, bias=bias).double()
         optimizer = torch.optim.Adam(layer.parameters(), lr=lr)
         for _ in range(steps):

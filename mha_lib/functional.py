@@ -73,20 +73,18 @@ def fold_heads(X: Tensor) -> Tensor:
 def _softmax_with_mask(scores: Tensor, mask: Tensor | None) -> Tensor:
     """Softmax over the last axis that gives every key ``mask`` hides exactly zero weight.
 
-    A hidden score is replaced by the dtype's most negative number: never -1e9 (outside float16's range), never
-    -inf (a row with every key hidden would give 0/0 = NaN, and NaN gradients), and replaced, not added to, so
-    that whatever it was (a huge number, +-inf, NaN) cannot reach the visible weights. Each row is first shifted
-    by its largest visible score (a shift changes no weight), so that a visible score never ties with the hidden
-    ones, not even one at that most negative number. Then the hidden weights are set to exactly 0, which also
-    empties a row whose every key is hidden: it attends to nothing. A NaN or inf among the visible scores stays,
-    as in ``F.softmax``.
+    A hidden score is replaced by -inf, whose exponential is exactly 0: replaced, not added to, so that whatever
+    it was (a huge number, +-inf, NaN) cannot reach the visible weights, and -inf rather than a large negative
+    number (-1e9 is outside float16's range; even the dtype's most negative number ties with a visible score
+    there). A row whose every key is hidden comes out of the softmax as 0/0 = NaN; the last step sets every hidden
+    weight to exactly 0, so it attends to nothing, and neither its output nor any gradient sees a NaN (the
+    gradient of ``torch.where`` reaches the scores of visible keys only). A NaN or inf among the visible scores
+    stays, as in ``F.softmax``.
     """
     if mask is None:
         return F.softmax(scores, dim=-1)
-    lowest = torch.finfo(scores.dtype).min
-    row_max = torch.where(mask, scores, lowest).amax(dim=-1, keepdim=True)  # over the visible keys only
-    weights = F.softmax(torch.where(mask, scores - row_max, lowest), dim=-1)
-    return torch.where(mask, weights, 0.0)
+    weights = F.softmax(torch.where(mask, scores, -math.inf), dim=-1)  # a hidden key: exp(-inf) = 0
+    return torch.where(mask, weights, 0.0)  # a row with nothing visible: NaN -> 0
 
 
 def _dot_product_attention(queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None,

@@ -13,8 +13,11 @@ each other, as in ``F.scaled_dot_product_attention(..., enable_gqa=True)`` and t
 
 from __future__ import annotations
 
+import typing
+from typing import Any
+
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from ._validation import (
     require_called,
@@ -81,28 +84,27 @@ class GroupedQueryAttention(MultiHeadAttention):
         - output: ``(batch_size, num_queries, num_hiddens)``
     """
 
-    def __init__(
-        self,
-        key_size: int,
-        query_size: int,
-        value_size: int,
-        num_hiddens: int,
-        num_heads: int,
-        num_kv_heads: int,
-        dropout: float = 0.0,
-        bias: bool = False,
-        *,
-        rope: str | None = None,
-        rope_base: float = 10000.0,
-    ) -> None:
-        super().__init__(key_size, query_size, value_size, num_hiddens, num_heads, dropout, bias, rope=rope,
-                         rope_base=rope_base)
-        self.num_kv_heads = require_kv_heads_divide(self.num_heads, num_kv_heads)
+    @typing.overload
+    def __init__(self, key_size: int, query_size: int, value_size: int, num_hiddens: int, num_heads: int,
+                 num_kv_heads: int, dropout: float = 0.0, bias: bool = False, *, rope: str | None = None,
+                 rope_base: float = 10000.0) -> None: ...
+    @typing.overload
+    def __init__(self, num_hiddens: int, num_heads: int, num_kv_heads: int, dropout: float = 0.0, bias: bool = False,
+                 *, rope: str | None = None, rope_base: float = 10000.0) -> None: ...
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """``GroupedQueryAttention(key_size, query_size, value_size, num_hiddens, num_heads, num_kv_heads,
+        dropout=0.0, bias=False)`` (MultiHeadAttention's d2l 0.17 form with ``num_kv_heads`` after ``num_heads``)
+        or ``GroupedQueryAttention(num_hiddens, num_heads, num_kv_heads, dropout=0.0, bias=False)`` (its d2l 1.0
+        form, the input sizes fixed by the first call); both also take ``rope`` and ``rope_base`` by keyword."""
+        super().__init__(*args, **kwargs)  # it binds the call to one of the forms above; W_k and W_v get
+        # num_kv_heads heads through _key_value_heads
+
+    def _key_value_heads(self, arguments: dict[str, Any]) -> int:
+        """The constructor's ``num_kv_heads``, checked: the heads ``W_k`` and ``W_v`` project to."""
+        self.num_kv_heads = require_kv_heads_divide(self.num_heads, arguments["num_kv_heads"])
         self.num_groups = self.num_heads // self.num_kv_heads  # query heads per key-value head
-        # The narrower projections: num_kv_heads heads of keys and values instead of num_heads
-        bias = self.W_o.bias is not None
-        self.W_k = nn.Linear(self.key_size, self.num_kv_heads * self.head_dim, bias=bias)
-        self.W_v = nn.Linear(self.value_size, self.num_kv_heads * self.v_head_dim, bias=bias)
+        return self.num_kv_heads
 
     def _split_kv_heads(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
         """Step 2 for the projected keys and values: ``num_kv_heads`` heads, each repeated for its group,

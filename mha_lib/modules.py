@@ -43,9 +43,10 @@ __all__ = ["AdditiveAttention", "DotProductAttention", "GeneralMultiHeadAttentio
 
 
 def _bind_d2l_form(layer: type, args: tuple, kwargs: dict) -> dict[str, Any]:
-    """The arguments by name of a constructor call, which must fit exactly one of ``layer.__init__``'s overloads:
-    the forms of d2l 0.17 (input sizes given) and d2l 1.0 (input sizes read from the first call)."""
-    forms = typing.get_overloads(layer.__init__)
+    """The arguments by name of a constructor call, which must fit exactly one of ``layer.__init__``'s overloads
+    (those of the nearest class in its MRO that has them): the forms of d2l 0.17 (input sizes given) and d2l 1.0
+    (input sizes read from the first call)."""
+    forms = next(filter(None, (typing.get_overloads(cls.__init__) for cls in layer.__mro__)))
     for form in forms:
         try:
             bound = inspect.signature(form).bind(None, *args, **kwargs)  # None stands for self
@@ -60,7 +61,7 @@ def _bind_d2l_form(layer: type, args: tuple, kwargs: dict) -> dict[str, Any]:
         if any(isinstance(value, bool) and parameter.default is parameter.empty for parameter, value in positional):
             break  # a flag where a size goes: d2l 1.0's bias in 0.17's form, MultiHeadAttention(16, 4, 0.1, True, 5)
         return arguments
-    form_text = _("d2l {edition}'s {layer}{signature}")
+    form_text = _("{layer}{signature} (d2l {edition}'s form)")
     written = _(" or ").join(form_text.format(edition=edition, layer=layer.__name__, signature=_parameters(form))
                              for edition, form in zip(("0.17", "1.0"), forms, strict=True))
     call = ", ".join([*map(repr, args), *(f"{name}={value!r}" for name, value in kwargs.items())])
@@ -68,7 +69,7 @@ def _bind_d2l_form(layer: type, args: tuple, kwargs: dict) -> dict[str, Any]:
                 if parameter.kind == inspect.Parameter.KEYWORD_ONLY]
     if keywords:
         written += _(", each also with the keywords {keywords}").format(keywords=", ".join(keywords))
-    template = _("{layer} takes the arguments of {written}; got ({call})")
+    template = _("{layer} takes the arguments {written}; got ({call})")
     raise TypeError(template.format(layer=layer.__name__, written=written, call=call))
 
 
@@ -213,10 +214,10 @@ class MultiHeadAttention(nn.Module):
         (d2l 0.17) or ``MultiHeadAttention(num_hiddens, num_heads, dropout=0.0, bias=False)`` (d2l 1.0); both also
         take ``head_dim``, ``v_head_dim``, ``rope`` and ``rope_base`` by keyword."""
         super().__init__()
-        arguments = _bind_d2l_form(MultiHeadAttention, args, kwargs)
+        arguments = _bind_d2l_form(type(self), args, kwargs)  # GroupedQueryAttention's forms add num_kv_heads
         num_hiddens = require_positive_int("num_hiddens", arguments["num_hiddens"])
         self.num_heads = num_heads = require_positive_int("num_heads", arguments["num_heads"])
-        head_dim, v_head_dim = arguments["head_dim"], arguments["v_head_dim"]
+        head_dim, v_head_dim = arguments.get("head_dim"), arguments.get("v_head_dim")  # GQA's forms have neither
         if head_dim is None or v_head_dim is None:
             require_heads_divide(num_hiddens, num_heads)
         # Features per head: of the queries and keys (they meet in dot products), and of the values.
@@ -235,8 +236,9 @@ class MultiHeadAttention(nn.Module):
                 in_features, out_features, bias=bias)
 
         self.W_q = projection(self.query_size, num_heads * self.head_dim)
-        self.W_k = projection(self.key_size, num_heads * self.head_dim)
-        self.W_v = projection(self.value_size, num_heads * self.v_head_dim)
+        num_kv_heads = self._key_value_heads(arguments)  # num_heads here; GroupedQueryAttention has fewer
+        self.W_k = projection(self.key_size, num_kv_heads * self.head_dim)
+        self.W_v = projection(self.value_size, num_kv_heads * self.v_head_dim)
         self.W_o = nn.Linear(num_heads * self.v_head_dim, num_hiddens, bias=bias)
         # d2l's attribute, which holds the dropout and the last weights (see the class docstring). forward does not
         # call it: its forward takes valid_lens only, not the layer's one mask of valid_lens, causal and attn_mask,
@@ -286,6 +288,11 @@ class MultiHeadAttention(nn.Module):
         output = merge_heads(output.unflatten(0, (-1, self.num_heads)))
         # 5. Mix what the heads found: (batch, queries, heads * v_head_dim) -> (batch, queries, num_hiddens)
         return self.W_o(output)
+
+    def _key_value_heads(self, arguments: dict[str, Any]) -> int:
+        """How many heads ``W_k`` and ``W_v`` project to, read from the constructor's ``arguments``: one for every
+        query head; :class:`~mha_lib.GroupedQueryAttention` takes its ``num_kv_heads``."""
+        return self.num_heads
 
     def _split_kv_heads(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
         """Step 2 for the projected keys and values: one head for every query head, ``(batch, kvpairs,

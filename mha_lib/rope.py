@@ -11,8 +11,9 @@ Which two features form pair ``i`` is a convention, and the two in use are not i
     halves       features i and i + head_dim/2 (GPT-NeoX, Hugging Face's ``rotate_half``)
 
 A checkpoint moves from one to the other by permuting the rows of ``W_q`` and ``W_k`` inside each head
-(:func:`interleaved_to_halves`, :func:`halves_to_interleaved`). Dimension names as in :mod:`mha_lib.functional`;
-``seq_len`` is the length of the sequence whose positions are given.
+(:func:`interleaved_to_halves`, :func:`halves_to_interleaved`), biases too, each with its own number of heads:
+``W_q`` with ``num_heads``, ``W_k`` with ``num_kv_heads`` under grouped-query attention. Dimension names as in
+:mod:`mha_lib.functional`; ``seq_len`` is the length of the sequence whose positions are given.
 
 The file reads top to bottom: the computations, which trust their arguments, then the public functions, which check
 them, then :class:`RotaryEmbedding`, the part a layer holds (``MultiHeadAttention(..., rope="halves")``).
@@ -186,8 +187,11 @@ def interleaved_to_halves(weight: Tensor, num_heads: int) -> Tensor:
     """The rows of ``W_q`` or ``W_k`` (or its bias) reordered so that the ``halves`` convention gives the scores
     that the ``interleaved`` one gave with ``weight``: inside each head, row ``2i + j`` moves to ``j * head_dim/2 + i``.
 
-    In einops notation: ``'(h i two) ... -> (h two i) ...'``. This is what Hugging Face's Llama conversion script
-    does to Meta's checkpoints.
+    In einops notation: ``'(h i two) ... -> (h two i) ...'``. ``num_heads`` is the number of heads whose rows
+    ``weight`` holds: the layer's ``num_heads`` for ``W_q``, its ``num_kv_heads`` for ``W_k`` (they differ under
+    grouped-query attention, and the wrong one gives other scores without an error). Convert a projection's bias
+    with its weight; never ``W_v``. This is what Hugging Face's Llama conversion script does to Meta's checkpoints,
+    ``k_proj`` with ``num_key_value_heads``.
 
     Shape:
         - weight: ``(num_heads * head_dim, in_features)`` or ``(num_heads * head_dim,)``

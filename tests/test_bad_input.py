@@ -154,8 +154,9 @@ def test_mha_sizes_may_be_numpy_integers(integer):
 def test_mha_with_a_bool_where_a_size_goes_names_both_forms(bias):
     # five positional arguments bind d2l 0.17's form, but the caller meant d2l 1.0's (num_hiddens, num_heads,
     # dropout, bias) and one more: the message must show both forms, not blame num_hiddens for the bias
-    with pytest.raises(TypeError, match=msg("d2l 0.17's MultiHeadAttention(key_size", "d2l 1.0's MultiHeadAttention("
-                                            "num_hiddens, num_heads", f"got (16, 4, 0.1, {bias}, 5)")):
+    both_forms = msg("MultiHeadAttention(key_size", "(d2l 0.17's form) or MultiHeadAttention(num_hiddens, num_heads",
+                     "(d2l 1.0's form)", f"got (16, 4, 0.1, {bias}, 5)")
+    with pytest.raises(TypeError, match=both_forms):
         MultiHeadAttention(16, 4, 0.1, bias, 5)
 
 

@@ -21,7 +21,7 @@ def finfo_fill(scores, mask, dim=-1):
 @pytest.mark.parametrize("answer", [
     finfo_fill,
     lambda s, m: torch.softmax(s.masked_fill(~m.bool(), torch.finfo(s.dtype).min), dim=-1),
-    lambda s, m: torch.softmax(s.float().masked_fill(m == 0, -1e9), dim=2).half(),  # float32 inside
+    lambda s, m: torch.softmax(s.float().masked_fill(m == 0, torch.finfo(torch.float32).min), dim=2).to(s.dtype),
 ])
 def test_fixed_softmax_right_answers_pass(capsys, answer):
     assert run(capsys, ch08.check_fixed_masked_softmax, answer).startswith(CORRECT)
@@ -33,14 +33,38 @@ def zeroed_fill(scores, mask):
 
 
 @pytest.mark.parametrize("answer, phrases", [
-    (finfo_fill, ["no real score lies below it", "even weights over its hidden keys"]),
-    (lambda s, m: torch.softmax(s.float().masked_fill(m == 0, -1e9), dim=2).half(),
-     ["no real score lies below it", "even weights"]),
-    (zeroed_fill, ["no real score lies below it", "all-zero weights"]),
+    (finfo_fill, ["stays below every real score, in float16 and in float32", "even weights over its hidden keys"]),
+    (zeroed_fill, ["stays below every real score", "all-zero weights"]),
+    (lambda s, m: torch.nan_to_num(torch.softmax(s.masked_fill(m == 0, float("-inf")), dim=-1)),
+     ["stays below every real score", "all-zero weights"]),
 ])
 def test_fixed_softmax_verdict_says_what_the_answer_did(capsys, answer, phrases):
     line = run(capsys, ch08.check_fixed_masked_softmax, answer)
     assert line.startswith(CORRECT) and all(phrase in line for phrase in phrases), line
+    assert "returns float32" not in line  # the dtype remark only where the dtype changed
+
+
+def test_fixed_softmax_verdict_names_a_changed_dtype(capsys):
+    def upcast(s, m):
+        return torch.softmax(s.float().masked_fill(m == 0, torch.finfo(torch.float32).min), dim=-1)
+    line = run(capsys, ch08.check_fixed_masked_softmax, upcast)
+    assert line.startswith(CORRECT) and "returns float32" in line, line
+
+
+@pytest.mark.parametrize("answer", [
+    lambda s, m: torch.softmax(s.float().masked_fill(m == 0, -1e9), dim=-1).to(s.dtype),  # issue 54: it passed
+    lambda s, m: torch.softmax(s.masked_fill(m == 0, -65504.0), dim=-1),  # float16's bottom, hard-coded
+    lambda s, m: torch.softmax(s.masked_fill(m == 0, torch.finfo(torch.float16).min), dim=-1),
+])
+def test_fixed_softmax_rejects_a_fill_right_for_float16_only(capsys, answer):
+    """Review B, defect 7: a -1e9 fill after an upcast, or a hard-coded -65504, was told its fill was finfo.min."""
+    line = run(capsys, ch08.check_fixed_masked_softmax, answer)
+    assert line.startswith(NOT_YET) and "right for float16 but is a fixed number" in line, line
+    assert "100% of its weight" in line and "(float32)" in line
+
+
+def test_the_cases_hold_float32_scores():
+    assert {scores.dtype for scores, _ in ch08._softmax_cases()} == {torch.float16, torch.float32}
 
 
 @pytest.mark.parametrize("fill", [-100.0, -1e4, -65000.0])
@@ -48,7 +72,8 @@ def test_fixed_softmax_verdict_says_what_the_answer_did(capsys, answer, phrases)
 def test_fixed_softmax_rejects_a_constant_fill_above_the_bottom_of_the_range(capsys, fill, compute_in):
     """Issue 38: a fill of -100 or -1e4 passed every ordinary case and was told "✅ Correct"."""
     def answer(s, m):
-        return torch.softmax(s.to(compute_in).masked_fill(m == 0, fill), dim=-1).to(s.dtype)
+        computed = s.to(torch.promote_types(s.dtype, compute_in))
+        return torch.softmax(computed.masked_fill(m == 0, fill), dim=-1).to(s.dtype)
     line = run(capsys, ch08.check_fixed_masked_softmax, answer)
     assert line.startswith(NOT_YET) and "lose to the hidden keys" in line and "finfo" in line, line
     assert "100% of its weight" in line  # both hidden keys outrank every visible score of the probe
@@ -60,6 +85,15 @@ def test_the_probe_s_visible_scores_lie_below_every_fill_but_finfo_min():
     assert scores.dtype == torch.float16 and scores[mask.bool()].max().item() == ch08.VISIBLE_MAX
     assert ch08.VISIBLE_MAX - 64 == lowest  # two float16 steps of 32 above the bottom of the range
     weights = finfo_fill(scores, mask)  # the right answer keeps the weight on the visible keys
+    assert weights[0, 0, :2].sum().item() == 1.0 and weights[0, 0, 2:].sum().item() == 0.0
+
+
+def test_the_float32_probe_lies_below_every_constant_fill_but_finfo_min():
+    scores, mask = ch08._low_scores(torch.float32)
+    visible = scores[mask.bool()]
+    assert scores.dtype == torch.float32 and visible.max().item() < -1e30
+    assert visible.min() > torch.finfo(torch.float32).min
+    weights = finfo_fill(scores, mask)
     assert weights[0, 0, :2].sum().item() == 1.0 and weights[0, 0, 2:].sum().item() == 0.0
 
 

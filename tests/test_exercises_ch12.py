@@ -76,20 +76,23 @@ def test_rotate_half_wrong(capsys, solution, words):
     assert out.startswith(NOT_YET) and words in out, out
 
 
-# exercise 2: an interleaved checkpoint's W_q in the halves convention
+# exercise 2: an interleaved GQA checkpoint's W_q and W_k (weights or biases) in the halves convention
 
 
-def convert_right(W_q, num_heads):
-    rows, in_features = W_q.shape
-    head_dim = rows // num_heads
-    W = W_q.reshape(num_heads, head_dim // 2, 2, in_features)  # (head, pair, member, in)
-    return W.permute(0, 2, 1, 3).reshape(rows, in_features)
+def permute_rows(W, heads):
+    head_dim = W.shape[0] // heads
+    return W.reshape(heads, head_dim // 2, 2, *W.shape[1:]).permute(0, 2, 1, *range(3, W.dim() + 2)).reshape(W.shape)
 
 
-def convert_by_index(W_q, num_heads):  # a correct variant: an index list
-    head_dim = W_q.shape[0] // num_heads
-    order = [h * head_dim + 2 * i + j for h in range(num_heads) for j in range(2) for i in range(head_dim // 2)]
-    return W_q[order]
+def convert_right(W_q, W_k, num_heads, num_kv_heads):
+    return permute_rows(W_q, num_heads), permute_rows(W_k, num_kv_heads)
+
+
+def convert_by_index(W_q, W_k, num_heads, num_kv_heads):  # a correct variant: an index list per projection
+    def order(W, heads):
+        head_dim = W.shape[0] // heads
+        return W[[h * head_dim + 2 * i + j for h in range(heads) for j in range(2) for i in range(head_dim // 2)]]
+    return order(W_q, num_heads), order(W_k, num_kv_heads)
 
 
 @pytest.mark.parametrize("solution", [convert_right, convert_by_index])
@@ -97,56 +100,101 @@ def test_convert_right(capsys, solution):
     assert run(capsys, ch12.check_interleaved_to_halves, solution).startswith(CORRECT)
 
 
-def convert_whole_matrix(W_q, num_heads):  # forgets the heads
-    return W_q.reshape(-1, 2, W_q.shape[1]).permute(1, 0, 2).reshape(W_q.shape)
+def convert_k_with_num_heads(W_q, W_k, num_heads, num_kv_heads):  # the GQA trap
+    return permute_rows(W_q, num_heads), permute_rows(W_k, num_heads)
 
 
-def convert_backwards(W_q, num_heads):  # halves -> interleaved
-    head_dim = W_q.shape[0] // num_heads
-    return W_q.reshape(num_heads, 2, head_dim // 2, -1).transpose(1, 2).reshape(W_q.shape)
+def convert_whole_matrix(W_q, W_k, num_heads, num_kv_heads):  # forgets the heads
+    def whole(W):
+        return W.reshape(W.shape[0] // 2, 2, *W.shape[1:]).transpose(0, 1).reshape(W.shape)
+    return whole(W_q), whole(W_k)
 
 
-def convert_in_place(W_q, num_heads):
-    W_q.copy_(convert_right(W_q, num_heads))
-    return W_q
+def convert_backwards(W_q, W_k, num_heads, num_kv_heads):  # halves -> interleaved
+    def back(W, heads):
+        return W.reshape(heads, 2, W.shape[0] // heads // 2, *W.shape[1:]).transpose(1, 2).reshape(W.shape)
+    return back(W_q, num_heads), back(W_k, num_kv_heads)
+
+
+def convert_weights_only(W_q, W_k, num_heads, num_kv_heads):
+    def two_d(W, heads):
+        rows, in_features = W.shape
+        return W.reshape(heads, rows // heads // 2, 2, in_features).transpose(1, 2).reshape(rows, in_features)
+    return two_d(W_q, num_heads), two_d(W_k, num_kv_heads)
+
+
+def convert_in_place(W_q, W_k, num_heads, num_kv_heads):
+    new_q, new_k = convert_right(W_q, W_k, num_heads, num_kv_heads)
+    W_q.copy_(new_q)
+    return W_q, new_k
 
 
 @pytest.mark.parametrize("solution, words", [
+    (convert_k_with_num_heads, "num_key_value_heads"),
+    (lambda W_q, W_k, h, kv: (permute_rows(W_q, h), W_k), "W_k kept its rows"),
     (convert_whole_matrix, "as if it were one head"),
     (convert_backwards, "inverse permutation"),
-    (lambda W_q, num_heads: W_q.reshape(num_heads, -1, 2, W_q.shape[1]).reshape(W_q.shape), "reshape alone"),
-    (lambda W_q, num_heads: W_q, "reshape alone"),
-    (lambda W_q, num_heads: convert_right(W_q, num_heads).T, "shape"),
+    (lambda W_q, W_k, h, kv: (W_q, W_k), "reshape alone"),
+    (lambda W_q, W_k, h, kv: convert_right(W_q, W_k, h, kv)[0], "2 results as a tuple"),
     (convert_in_place, "in place"),
-    (lambda W_q, num_heads: convert_right(W_q, num_heads).numpy(), "tensor"),
-    (lambda W_q: W_q, "arguments"),
+    (convert_weights_only, "raised ValueError"),  # rows, in_features = W.shape: fails on the 1-D biases
+    (lambda W_q, num_heads: W_q, "arguments"),
+    (ch12.interleaved_to_halves, "mha_lib's own"),
 ])
 def test_convert_wrong(capsys, solution, words):
     out = run(capsys, ch12.check_interleaved_to_halves, solution)
     assert out.startswith(NOT_YET) and words in out, out
 
 
-# exercise 3: what a shift of every position changes
+def test_the_library_rotate_half_is_not_an_answer(capsys):
+    out = run(capsys, ch12.check_rotate_half, ch12.rotate_half)
+    assert out.startswith(NOT_YET) and "mha_lib's own" in out, out
 
 
-@pytest.mark.parametrize("answer", ["a", "A", ["a"], ("a",), {"a"}, "(a)", np.array(["a"]), " a "])
+# exercise 3: the float32 shift by 1,000,000
+
+
+def test_the_float32_shift_answer_holds():
+    from mha_lib import apply_rope, set_seed
+    for seed in (0, 1, 2):
+        set_seed(seed)
+        q, k = torch.randn(2, 4, 8, 16)
+        positions = torch.arange(8)
+
+        def scores(q, k, positions, offset):
+            return (apply_rope(q, positions + offset, convention="halves")
+                    @ apply_rope(k, positions + offset, convention="halves").transpose(-2, -1))
+        shift = scores(q, k, positions, 1_000_000) - scores(q, k, positions, 0)
+        assert 1e-3 < shift.abs().max() < 1  # (c)
+
+
+def test_the_float32_shift_hints_say_which_angle_is_rounded_and_by_how_much():
+    """The hints' figures: m * theta_0 = m is exact near 1,000,000; m * theta_1 (about 316,000 at head_dim 16) is
+    rounded by up to 0.016 radians (half of float32's spacing 0.03 there), and by more than 1e-3 here."""
+    theta = 10000.0 ** (-torch.arange(0, 16, 2, dtype=torch.float32) / 16)
+    positions = torch.arange(8) + 1_000_000
+    rounded = positions.float()[:, None] * theta - positions.double()[:, None] * theta.double()
+    assert rounded[:, 0].abs().max() == 0
+    assert 1e-3 < rounded[:, 1].abs().max() <= 2.0 ** -6 < 0.016
+    assert 310_000 < (positions[0] * theta[1]).item() < 320_000 and torch.finfo(torch.float32).eps * 2 ** 18 > 0.03
+
+
+@pytest.mark.parametrize("answer", ["c", "C", ["c"], ("c",), {"c"}, "(c)", np.array(["c"]), " c "])
 def test_shift_right(capsys, answer):
     assert run(capsys, ch12.check_shift_answer, answer).startswith(CORRECT)
 
 
 @pytest.mark.parametrize("answer, words", [
-    ("abcd", "m - n alone"),
-    ("ab", "m - n alone"),
-    ("bc", "m - n alone"),
-    ("ad", "values are never rotated"),
-    ("d", "values are never rotated"),
-    ("", "do change"),
-    ([], "do change"),
-    ("ae", "letters among a, b, c, d"),
-    (1, "letters among"),
-    (None, "letters among"),
-    (np.array([1, 2]), "letters among"),
-    (np.array(["a", "d"]), "values are never rotated"),
+    ("a", "0.03 apart"),
+    ("b", "more than 1e-3"),
+    ("d", "small turn"),
+    ("ab", "one letter"),
+    ("", "one letter"),
+    ("e", "one letter"),
+    (1, "one letter"),
+    (None, "one letter"),
+    ("none", "'none'"),  # the echo shows the answer typed, not its sorted letters
+    (np.array([1, 2]), "one letter"),
     (..., "replace ..."),
 ])
 def test_shift_wrong(capsys, answer, words):
@@ -157,7 +205,7 @@ def test_shift_wrong(capsys, answer, words):
 @pytest.mark.parametrize(("checker", "right", "wrong"), [
     (ch12.check_rotate_half, rotate_half_right, neighbours),
     (ch12.check_interleaved_to_halves, convert_right, convert_whole_matrix),
-    (ch12.check_shift_answer, "a", "abcd"),
+    (ch12.check_shift_answer, "c", "a"),
 ])
 def test_under_nbgrader_only_the_right_answer_passes(monkeypatch, capsys, checker, right, wrong):
     monkeypatch.setenv(GRADING_VARIABLE, "autograde")

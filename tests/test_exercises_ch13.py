@@ -12,6 +12,7 @@ from test_checks import run
 
 from mha_chapters.exercises import ch13
 from mha_chapters.exercises._engine import CORRECT, NOT_YET
+from mha_chapters.induction import induction_score, previous_token_score
 
 
 def expect_hint(line: str, phrase: str) -> None:
@@ -121,6 +122,42 @@ def induction_last_occurrence_only(weights, tokens):
     return sum(scores) / len(scores)
 
 
+def induction_mean_over_keys(weights, tokens):
+    scores = []
+    for t in range(len(tokens)):
+        keys = [s + 1 for s in range(t) if tokens[s] == tokens[t]]
+        if keys:
+            scores.append(weights[t, keys].mean())  # "mean" read into the wrong place
+    return sum(scores) / len(scores)
+
+
+def induction_first_occurrence_only(weights, tokens):
+    scores = []
+    for t in range(len(tokens)):
+        earlier = [s for s in range(t) if tokens[s] == tokens[t]]
+        if earlier:
+            scores.append(weights[t, earlier[0] + 1])
+    return sum(scores) / len(scores)
+
+
+def induction_keys_before_the_query(weights, tokens):
+    scores = []
+    for t in range(len(tokens)):
+        keys = [j for j in range(1, t) if tokens[j - 1] == tokens[t]]  # j < t: misses key t after s = t - 1
+        if keys:
+            scores.append(sum(weights[t, j] for j in keys))
+    return sum(scores) / len(scores)
+
+
+def induction_query_counts_itself(weights, tokens):
+    scores = []
+    for t in range(len(tokens)):
+        keys = [s + 1 for s in range(t + 1) if tokens[s] == tokens[t] and s + 1 < len(tokens)]
+        if keys:
+            scores.append(sum(weights[t, j] for j in keys))
+    return sum(scores) / len(scores)
+
+
 def induction_also_later(weights, tokens):
     seq_len = len(tokens)
     scores = []
@@ -141,6 +178,10 @@ def induction_key_before(weights, tokens):
     (induction_on_the_occurrence, "the earlier occurrence ITSELF"),
     (induction_over_all_queries, "averaged over every query"),
     (induction_last_occurrence_only, "only the LAST earlier occurrence"),
+    (induction_mean_over_keys, "the MEAN of the weights on a query's keys"),
+    (induction_first_occurrence_only, "only the FIRST earlier occurrence"),
+    (induction_keys_before_the_query, "only keys j < t"),
+    (induction_query_counts_itself, "range(t + 1)"),
     (induction_also_later, "occurrences AFTER the query"),
     (induction_key_before, "the key BEFORE the earlier occurrence"),
     (stub, "still raises NotImplementedError"),
@@ -154,8 +195,18 @@ def test_the_induction_cases_tell_the_mistakes_apart():
     """Every typical mistake gives another number than the right score on at least one case."""
     cases = ch13._induction_cases()
     for wrong in (induction_on_the_occurrence, induction_over_all_queries, induction_last_occurrence_only,
-                  induction_also_later, induction_key_before):
+                  induction_also_later, induction_key_before, induction_mean_over_keys,
+                  induction_first_occurrence_only, induction_keys_before_the_query, induction_query_counts_itself):
         assert any(abs(float(wrong(*case)) - ch13._induction_right(*case)) > 1e-3 for case in cases), wrong.__name__
+
+
+@pytest.mark.parametrize(("check", "own"), [
+    (ch13.check_previous_token_score, previous_token_score),
+    (ch13.check_induction_score, induction_score),
+    (ch13.check_induction_score, ch13._induction_right),
+])
+def test_the_collections_own_function_is_not_accepted_as_an_answer(capsys, check, own):
+    expect_hint(run(capsys, check, own), "the collection's own function")
 
 
 # ---- exercise 3: predict which ablations hurt -----------------------------------------------------------------------

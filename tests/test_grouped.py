@@ -167,11 +167,18 @@ def test_kv_heads_must_divide_heads(bad):
         GroupedQueryAttention(8, 8, 8, 12, 6, bad)
 
 
-@pytest.mark.parametrize(("bad", "error"), [(0, ValueError), (-2, ValueError), (2.0, TypeError), (True, TypeError),
-                                            (None, TypeError)])
+@pytest.mark.parametrize(("bad", "error"), [(0, ValueError), (-2, ValueError), (2.0, TypeError), (None, TypeError)])
 def test_kv_heads_must_be_a_positive_int(bad, error):
     with pytest.raises(error, match=f"num_kv_heads must be a positive int, got {bad!r}"):
         GroupedQueryAttention(8, 8, 8, 12, 6, bad)
+    with pytest.raises(error, match=f"num_kv_heads must be a positive int, got {bad!r}"):
+        GroupedQueryAttention(12, 6, bad)  # d2l 1.0's form
+
+
+def test_a_bool_for_num_kv_heads_is_refused_as_a_flag_where_a_size_goes():
+    # as MultiHeadAttention refuses a bool in a size's place: the call fits neither form, and the message shows both
+    with pytest.raises(TypeError, match=r"takes the arguments .*\(d2l 0\.17's form\) .* got \(8, 8, 8, 12, 6, True\)"):
+        GroupedQueryAttention(8, 8, 8, 12, 6, True)
 
 
 def test_bad_inputs_name_the_argument():
@@ -230,3 +237,60 @@ def test_dropout_only_in_training():
 def test_exported_from_mha_lib():
     for name in ("GroupedQueryAttention", "repeat_kv_heads", "mha_to_gqa", "kv_head_of"):
         assert name in mha_lib.__all__ and hasattr(mha_lib, name)
+
+
+# ----- d2l 1.0's short form, as MultiHeadAttention takes it (review case 90) -----------------------------------
+
+
+def test_d2l_1_0_form_fixes_the_input_sizes_at_the_first_call():
+    torch.manual_seed(0)
+    layer = GroupedQueryAttention(16, 4, 2)  # num_hiddens, num_heads, num_kv_heads
+    assert (layer.num_heads, layer.num_kv_heads, layer.num_groups, layer.head_dim) == (4, 2, 2, 4)
+    assert layer.query_size is None and layer.W_q.bias is None and layer.dropout.p == 0.0
+    q, kv = torch.randn(2, 3, 5), torch.randn(2, 6, 7)
+    output = layer(q, kv, kv, torch.tensor([6, 2]))
+    assert output.shape == (2, 3, 16) and (layer.query_size, layer.key_size, layer.value_size) == (5, 7, 7)
+    assert layer.W_k.weight.shape == layer.W_v.weight.shape == (2 * 4, 7)  # num_kv_heads heads of keys and values
+    full = GroupedQueryAttention(7, 5, 7, 16, 4, 2)  # d2l 0.17's form, the sizes given: the same layer
+    full.load_state_dict(layer.state_dict(), strict=True)
+    torch.testing.assert_close(full(q, kv, kv, torch.tensor([6, 2])), output)
+
+
+def test_d2l_1_0_form_takes_dropout_bias_and_rope():
+    layer = GroupedQueryAttention(16, 4, 1, 0.25, True, rope="halves", rope_base=500.0)
+    assert layer.dropout.p == 0.25 and layer.num_kv_heads == 1 and layer.rotary.base == 500.0
+    layer(torch.randn(1, 3, 16), torch.randn(1, 3, 16), torch.randn(1, 3, 16))
+    assert layer.W_k.bias.shape == (4,) and layer.W_o.bias.shape == (16,)
+    keywords = GroupedQueryAttention(num_hiddens=16, num_heads=4, num_kv_heads=2, dropout=0.1)
+    assert keywords.query_size is None and keywords.num_kv_heads == 2 and keywords.dropout.p == 0.1
+
+
+NEITHER_FORM = {
+    "0.17 form without num_kv_heads": (8, 8, 8, 12, 6),
+    "a size where dropout goes": (16, 4, 2, 1),
+    "a bool where num_kv_heads goes": (16, 4, True),
+    "num_kv_heads missing": (16, 4),
+    "too many": (8, 8, 8, 12, 6, 2, 0.0, False, 1),
+}
+
+
+@pytest.mark.parametrize("call", NEITHER_FORM.values(), ids=NEITHER_FORM.keys())
+def test_a_call_that_fits_neither_form_names_both(call):
+    pattern = (r"GroupedQueryAttention takes the arguments GroupedQueryAttention\(key_size, query_size, value_size, "
+               r"num_hiddens, num_heads, num_kv_heads, dropout=0\.0, bias=False\) \(d2l 0\.17's form\) or "
+               r"GroupedQueryAttention\(num_hiddens, num_heads, num_kv_heads, dropout=0\.0, bias=False\) \(d2l 1\.0's "
+               r"form\).*got ")
+    with pytest.raises(TypeError, match=pattern):
+        GroupedQueryAttention(*call)
+
+
+def test_w_k_and_w_v_are_built_once_in_their_size():
+    # The layer draws its weights in the order W_q, W_k, W_v, W_o, each in its final size (none built and replaced):
+    # from one seed, its first three are those of nn.Linear layers of those sizes drawn in that order.
+    torch.manual_seed(3)
+    layer = GroupedQueryAttention(8, 8, 8, 12, 6, 2)
+    torch.manual_seed(3)
+    expected = [torch.nn.Linear(8, 12, bias=False), torch.nn.Linear(8, 4, bias=False),
+                torch.nn.Linear(8, 4, bias=False), torch.nn.Linear(12, 12, bias=False)]
+    for got, want in zip((layer.W_q, layer.W_k, layer.W_v, layer.W_o), expected, strict=True):
+        torch.testing.assert_close(got.weight, want.weight, rtol=0, atol=0)

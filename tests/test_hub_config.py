@@ -5,11 +5,18 @@ hub/z2jh/values.yaml, the Kubernetes form, replaces the chart's open authenticat
 """
 
 import json
+import os
 import re
+import stat
+import subprocess
+import sys
+import types
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import yaml
+from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,3 +125,146 @@ def test_the_kubernetes_values_hold_the_measured_sizes():
     text = (HUB / "z2jh" / "values.yaml").read_text() + (ROOT / "docs" / "teaching.md").read_text()
     low, high = (f(row["kernel_peak_mib"] for row in sizing["chapters"]) for f in (min, max))
     assert f"{low} to {high} MiB" in text.replace("\n  ", " ").replace("\n# ", " ")
+
+
+# --- Zero to JupyterHub: the chart's schema, per-user UIDs, private submissions (docs/running-a-course.md, 8) ------
+
+CHART = HUB / "z2jh" / "chart-4.4.0"
+
+
+def helm_merge(defaults, values):
+    """Helm's merge of a values file over the chart's defaults: maps key by key, null removes, the rest replaces."""
+    merged = dict(defaults)
+    for key, value in values.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = helm_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def chart_errors(values: dict) -> list[str]:
+    import jsonschema
+
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    merged = helm_merge(yaml.safe_load((CHART / "values.yaml").read_text()), values)
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    return [f"{error.json_path}: {error.message}" for error in validator.iter_errors(merged)]
+
+
+def test_the_kubernetes_values_meet_the_chart_s_schema():
+    values = yaml.safe_load((HUB / "z2jh" / "values.yaml").read_text())
+    assert chart_errors(values) == []
+    assert "--version 4.4.0" in (HUB / "z2jh" / "values.yaml").read_text()  # the chart whose schema this is
+    # a misspelt key, and a wrong type, are what the schema is for
+    assert any("'extraContainer' was unexpected" in e for e in chart_errors(helm_merge(values, {"hub": {
+        "extraContainer": []}})))
+    assert chart_errors(helm_merge(values, {"singleuser": {"defaultUrl": 3}}))
+
+
+def z2jh_extra_config(uids: dict) -> Config:
+    """Run the values' hub.extraConfig as the chart's hub would, with custom.mhaUids = uids."""
+    values = yaml.safe_load((HUB / "z2jh" / "values.yaml").read_text())
+    z2jh = types.ModuleType("z2jh")  # the chart's helper module in the hub's image
+    z2jh.get_config = lambda key, default=None: uids if key == "custom.mhaUids" else default
+    c = Config()
+    with mock.patch.dict(sys.modules, {"z2jh": z2jh}):
+        for code in values["hub"]["extraConfig"].values():
+            exec(compile(code, "hub.extraConfig", "exec"), {"c": c})  # noqa: S102 - the values' own code
+    return c
+
+
+def test_each_kubernetes_user_runs_with_a_uid_of_their_own():
+    values = yaml.safe_load((HUB / "z2jh" / "values.yaml").read_text())
+    uids = values["custom"]["mhaUids"]
+    assert set(uids) == set(values["hub"]["config"]["Authenticator"]["allowed_users"])  # everyone who signs in
+    c = z2jh_extra_config(uids)
+
+    def spawner(name):
+        return types.SimpleNamespace(user=types.SimpleNamespace(name=name))
+
+    given = {name: c.KubeSpawner.uid(spawner(name)) for name in uids}
+    assert given == uids and len(set(given.values())) == len(given) and min(given.values()) > 1000
+    assert c.KubeSpawner.fs_gid == 100
+    with pytest.raises(ValueError, match="no UID for 'mallory'"):
+        c.KubeSpawner.uid(spawner("mallory"))
+    with pytest.raises(ValueError, match="two users share a UID"):
+        z2jh_extra_config({"student1": 20001, "student2": 20001})
+    with pytest.raises(ValueError, match="expected UIDs above 1000"):
+        z2jh_extra_config({"student1": 1000})
+
+
+def class_source(text: str, name: str) -> str:
+    import ast
+
+    (node,) = [n for n in ast.parse(text).body if isinstance(n, ast.ClassDef) and n.name == name]
+    return ast.unparse(node)
+
+
+def test_kubernetes_students_submit_as_the_trial_hub_s_do():
+    """The students' nbgrader on Kubernetes closes submissions with the trial hub's PrivateSubmit, the same code,
+    and the formgrader that collects them runs as root."""
+    values = yaml.safe_load((HUB / "z2jh" / "values.yaml").read_text())
+    kube = values["singleuser"]["extraFiles"]["nbgrader-config"]["stringData"]
+    local = (HUB / "jupyter" / "student" / "nbgrader_config.py").read_text()
+    assert class_source(kube, "PrivateSubmit") == class_source(local, "PrivateSubmit")
+    assert "c.ExchangeFactory.submit = PrivateSubmit" in kube
+    (formgrader,) = values["hub"]["extraContainers"]
+    assert formgrader["securityContext"] == {"runAsUser": 0} and "--allow-root" in formgrader["command"]
+
+
+@pytest.mark.slow  # five nbgrader commands: about 20 s on a quiet machine
+def test_a_submission_is_closed_to_everyone_but_its_owner(tmp_path, monkeypatch):
+    """nbgrader's release, fetch and submit with the trial hub's student configuration: inbound is nbgrader's 733
+    (write, no listing), the submission's folder 700 and its files 600, where nbgrader alone leaves 777 and 644."""
+    import nbformat
+
+    course, exchange, home = tmp_path / "course", tmp_path / "exchange", tmp_path / "home"
+    (course / "source" / "a1").mkdir(parents=True)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("answer = 1")])
+    nbformat.write(nb, course / "source" / "a1" / "a1.ipynb")
+    (course / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.CourseDirectory.root = {str(course)!r}\nc.CourseDirectory.course_id = 'mha-notebooks'\n"
+        f"c.Exchange.root = {str(exchange)!r}\n")
+    home.mkdir()
+
+    def nbgrader(cwd, *args, **env):
+        path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # nbgrader runs alembic from PATH
+        result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, capture_output=True, text=True,
+                                env={**os.environ, "PATH": path, **env})
+        assert result.returncode == 0, f"nbgrader {args}:\n{result.stdout}\n{result.stderr}"
+
+    nbgrader(course, "generate_assignment", "a1")
+    nbgrader(course, "release_assignment", "a1")
+    student = {"JUPYTER_CONFIG_PATH": str(HUB / "jupyter" / "student"), "MHA_HUB_EXCHANGE": str(exchange),
+               "JUPYTERHUB_USER": "student1"}
+    nbgrader(home, "fetch_assignment", "a1", **student)
+    nbgrader(home, "submit", "a1", **student)
+    inbound = exchange / "mha-notebooks" / "inbound"
+    assert stat.S_IMODE(inbound.stat().st_mode) & 0o777 == 0o733  # (and nbgrader's setgid bit)
+    (submission,) = inbound.iterdir()
+    assert submission.name.startswith("student1+a1+")
+    assert stat.S_IMODE(submission.stat().st_mode) == 0o700
+    files = [path for path in submission.rglob("*") if path.is_file()]
+    assert {path.name for path in files} >= {"a1.ipynb", "timestamp.txt"}
+    assert {stat.S_IMODE(path.stat().st_mode) for path in files} == {0o600}
+
+
+def test_the_kubernetes_manifests_meet_kubernetes_schema():
+    """hub/z2jh/volumes.yaml, and the formgrader container as a pod, against Kubernetes' own schemas
+    (kubernetes-validate, from PyPI: pip install kubernetes-validate; not in the lock, so skipped without it)."""
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    version = "1.32"  # the chart's lowest (kubeVersion: >=1.32.0-0)
+    documents = list(yaml.safe_load_all((HUB / "z2jh" / "volumes.yaml").read_text()))
+    values = yaml.safe_load((HUB / "z2jh" / "values.yaml").read_text())
+    documents.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "formgrader"},
+                      "spec": {"containers": values["hub"]["extraContainers"],
+                               "volumes": values["hub"]["extraVolumes"]}})
+    assert [d["kind"] for d in documents] == ["PersistentVolumeClaim", "PersistentVolumeClaim", "ConfigMap", "Pod"]
+    for document in documents:
+        kubernetes_validate.validate(document, version, strict=True)
+    broken = {**documents[0], "spec": {**documents[0]["spec"], "accessMode": ["ReadWriteMany"]}}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, version, strict=True)

@@ -471,3 +471,18 @@ def test_the_catalogue_check_catches_an_unmarked_raise(tmp_path):
     assert message_arguments(ast.parse('raise KeyError("no such head")').body[0].exc)
     assert message_arguments(ast.parse('raise ValueError(f"got {n} sizes: " + ", ".join(names))').body[0].exc)
     assert not message_arguments(ast.parse('raise _FieldError(f"{field}.{name}", _("is missing"))').body[0].exc)
+
+
+@pytest.mark.parametrize("folder, language", [("notebooks", "en"), ("zh-CN/notebooks", "zh_CN")])
+def test_the_grader_writes_its_feedback_in_the_language_of_the_chapter(folder, language):
+    import nbformat
+
+    from tools import autograde
+
+    chapters = sorted((ROOT / folder).glob("[01]*.ipynb"))
+    assert len(chapters) >= 14
+    assert {path.name: autograde.notebook_language(nbformat.read(path, as_version=4)) for path in chapters} == {
+        path.name: language for path in chapters}
+    i18n.set_language(language)  # as SandboxGrade.preprocess does with the course's source notebook
+    message = autograde.judge({"name": "answer_x"}, None)
+    assert message.startswith("answer_x") and ("：" in message) == (language == "zh_CN"), message

@@ -256,3 +256,95 @@ def test_plot_phase_change_draws_one_line_per_run():
     assert ax.get_xlabel() == "training step" and ax.get_ylim() == (0.0, 4.0)
     with pytest.raises(ValueError, match="at least one TrainResult"):
         plot_phase_change({"one layer": []})
+
+
+# ---- the second edition's measurements: copying, composition, paths, the bag-of-context level ----------------------
+
+from mha_chapters.induction import (  # noqa: E402
+    bag_of_context_loss,
+    composition_scores,
+    copying_score,
+    ov_circuit,
+    path_ablation,
+    plot_two_heads,
+)
+
+
+def test_bag_of_context_is_the_log_of_the_distinct_tokens_seen():
+    tokens = torch.tensor([[1, 2, 1, 2, 1, 2]])
+    repeats = torch.tensor([[False, False, True, True, True, True]])
+    assert bag_of_context_loss(tokens, repeats) == pytest.approx(math.log(2))  # positions 2, 3, 4: two distinct
+    tokens = torch.tensor([[1, 2, 3, 1, 2, 3]])
+    repeats = torch.tensor([[False, False, False, True, True, True]])
+    assert bag_of_context_loss(tokens, repeats) == pytest.approx(math.log(3))
+    with pytest.raises(TypeError, match="repeats must be a boolean tensor"):
+        bag_of_context_loss(tokens, repeats.int())
+
+
+def test_the_ov_circuit_is_the_product_of_the_heads_matrices_and_a_copying_head_scores_1():
+    model = build_model(SMALL, num_layers=2, num_hiddens=8, num_heads=2, seed=0)
+    mha = model.layers[1]
+    d = mha.v_head_dim
+    expected = model.readout.weight @ mha.W_o.weight[:, d:] @ mha.W_v.weight[d:] @ model.token_embedding.weight.T
+    torch.testing.assert_close(ov_circuit(model, 1, 1), expected.detach())
+    with torch.no_grad():  # make head 1 of layer 2 copy: readout = embedding^T, W_o W_v = identity on its slice
+        model.token_embedding.weight.copy_(torch.eye(8))
+        model.readout.weight.copy_(torch.eye(8))
+        mha.W_v.weight.zero_()
+        mha.W_o.weight.zero_()
+        mha.W_v.weight[d:, :d] = torch.eye(d)
+        mha.W_o.weight[:d, d:] = torch.eye(d)
+    scores = copying_score(model)
+    assert scores.shape == (2, 2) and scores[1, 1] == d / 8 and scores[1, 0] < 1  # the first d tokens are copied
+    with pytest.raises(ValueError, match="head must be a head number in"):
+        ov_circuit(model, 1, 2)
+
+
+def test_composition_scores_are_1_for_aligned_matrices_and_smaller_for_unrelated_ones():
+    model = build_model(SMALL, num_layers=2, num_hiddens=8, num_heads=2, seed=1)
+    scores = composition_scores(model, 0)
+    assert set(scores) == {"Q", "K", "V"} and all(s.shape == (2,) for s in scores.values())
+    assert all(((0 < s) & (s <= 1)).all() for s in scores.values())
+    with torch.no_grad():  # layer 2's head 0 reads its values from exactly what layer 1's head 0 writes
+        first, second = model.layers
+        second.W_v.weight[:4] = first.W_o.weight[:, :4].T
+        second.W_o.weight[:, :4] = first.W_v.weight[:4].T
+    aligned = composition_scores(model, 0)["V"]
+    assert aligned[0] > scores["V"][0]
+
+
+def test_path_ablation_of_nothing_is_the_model_itself_and_each_path_changes_only_its_input():
+    model = build_model(SMALL, num_layers=2, num_hiddens=8, num_heads=2, seed=0)
+    held_out = sample(batch_size=32, seed=5)
+    loss, scores = path_ablation(model, held_out, 0, "none")
+    assert loss == pytest.approx(repeated_loss(model, *held_out))
+    torch.testing.assert_close(scores, induction_score(attention_weights(model, held_out[0])[1], held_out[0]))
+    _, value_scores = path_ablation(model, held_out, 0, "V")
+    torch.testing.assert_close(value_scores, scores)  # the values do not change the weights
+    key_loss, key_scores = path_ablation(model, held_out, 0, "K")
+    assert not torch.allclose(key_scores, scores)
+    with ablate_heads(model.layers[0], [0]):
+        assert repeated_loss(model, *held_out) != pytest.approx(key_loss)  # one path is not the whole head
+    with pytest.raises(ValueError, match="path must be one of none, Q, K, V, got 'X'"):
+        path_ablation(model, held_out, 0, "X")
+
+
+def test_training_records_every_heads_scores_and_the_figures_draw_them():
+    model = build_model(SMALL, num_layers=2, num_hiddens=8, num_heads=2, seed=0)
+    held_out = sample(batch_size=16, seed=9)
+    result = train(model, SMALL, held_out, steps=20, eval_every=10)
+    assert [entry[0] for entry in result.scores] == [10, 20]
+    assert all(p.shape == i.shape == (2, 2) for _, p, i in result.scores)
+    torch.testing.assert_close(result.scores[-1][2][1], induction_score(attention_weights(model, held_out[0])[1],
+                                                                        held_out[0]))
+    assert [step for step, _ in result.score_history(1, "induction")] == [10, 20]
+    with pytest.raises(ValueError, match="kind must be"):
+        result.score_history(0, "copying")
+    fig = plot_phase_change({"two": [result]}, chance=math.log(8), bag_of_context=1.0, scores_of="two")
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    with pytest.raises(ValueError, match="scores_of must be one of the labels"):
+        plot_phase_change({"two": [result]}, scores_of="three")
+    weights = attention_weights(model, held_out[0][:1])
+    fig = plot_two_heads(weights[0][0, 0], weights[1][0, 0], held_out[0][0], titles=["a", "b"])
+    outlined = [len(ax.patches) for ax in fig.axes[:2]]
+    assert outlined == [9, int(induction_keys(held_out[0][:1]).sum())]  # key t - 1 for t = 1 .. 9

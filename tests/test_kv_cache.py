@@ -267,6 +267,20 @@ def test_curves_plot_and_summary():
         cache_curves(lens, num_layers=1, num_heads=8, num_kv_heads=3, head_dim=4, kv_lora_rank=4)
 
 
+def test_mla_row_counts_the_rotary_key_and_says_so():
+    """Review B, defect 10: section 4 counts 512 + 64 per token, the calculator's row counted the latent alone."""
+    sizes = dict(num_layers=32, num_heads=32, num_kv_heads=8, head_dim=128, kv_lora_rank=512)
+    latent_only = cache_curves([1], **sizes, dtype=torch.bfloat16)
+    with_rope = cache_curves([1], **sizes, rope_head_dim=64, dtype=torch.bfloat16)
+    assert list(latent_only)[-1] == "MLA (latent 512)" and list(with_rope)[-1] == "MLA (latent 512 + rotary 64)"
+    assert list(with_rope.values())[-1] == [32 * (512 + 64) * 2] == [mla_cache_bytes(32, 512, 1, 1, "bfloat16", 64)]
+    assert list(latent_only.values())[-1] == [32 * 512 * 2]
+    summary = memory_summary(**sizes, rope_head_dim=64, context_len=8192, batch_size=1, dtype="bfloat16")
+    assert "MLA (latent 512 + rotary 64)" in summary and f"{32 * 576 * 2:,} bytes per token" in summary
+    assert any("rotary" in str(getattr(control, "description", "")) for control in
+               memory_calculator().children[0].children[0].children)
+
+
 def test_memory_calculator_widget_follows_its_sliders():
     box = memory_calculator()
     controls = box.children[0].children[0].children

@@ -383,3 +383,13 @@ def test_code_gets_the_largest_font_at_which_its_longest_line_fits(line):
     size, wrap = deck.code_font([line])
     assert deck.MIN_CODE_PX <= size <= deck.CODE_PX
     assert wrap == (len(line) * deck.MIN_CODE_PX * deck.CHAR_EM > deck.CONTENT_WIDTH_PX)
+
+
+def test_a_chinese_character_in_code_takes_two_columns_so_its_line_wraps_sooner():
+    per_line = int(deck.CONTENT_WIDTH_PX // (deck.MIN_CODE_PX * deck.CHAR_EM))
+    latin = "x = 1  # " + "a" * (per_line - 20)
+    chinese = "x = 1  # " + "注" * (per_line - 20)
+    assert deck.columns(chinese) == len(chinese) + per_line - 20
+    assert deck.visual_lines(latin) == 1 and deck.visual_lines(chinese) == 2
+    assert deck.code_font([chinese]) == (deck.MIN_CODE_PX, True)
+    assert deck.code_font([latin])[1] is False

@@ -79,7 +79,7 @@ def test_d2l_1_0_forms_read_their_input_sizes_from_the_first_call_offline():
     assert torch.equal(mha.transpose_output(mha.transpose_qkv(X)), X)
     additive = AdditiveAttention(9, 0.25)  # d2l 1.0: (num_hiddens, dropout)
     assert additive.dropout.p == 0.25 and additive(q, kv, kv).shape == (2, 4, 7)
-    with pytest.raises(TypeError, match="d2l 0.17's MultiHeadAttention.*or d2l 1.0's MultiHeadAttention"):
+    with pytest.raises(TypeError, match=r"\(d2l 0.17's form\) or MultiHeadAttention.*\(d2l 1.0's form\)"):
         MultiHeadAttention(1, 2, 3, 4, 5, 6, 7, 8)
 
 

@@ -57,6 +57,25 @@ def test_a_non_finite_score_at_a_hidden_key_changes_no_weight(hidden_score):
     assert weights[..., 3] == 0
 
 
+@pytest.mark.parametrize("need_weights", [True, False], ids=["weights kept", "fused"])
+def test_a_query_that_sees_no_key_gets_zero_output_and_finite_gradients(need_weights):
+    # The masked softmax hides keys with -inf: a row with nothing visible is 0/0 = NaN inside, set to 0 after;
+    # neither the output nor a gradient may carry that NaN.
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 8, 8, 8, 2)
+    x = torch.randn(2, 3, 8, requires_grad=True)
+    valid_lens = torch.tensor([[0, 2, 3], [1, 0, 0]])  # query 0 of sequence 0, queries 1 and 2 of sequence 1: none
+    output = mha(x, x, x, valid_lens, need_weights=need_weights)
+    empty = torch.tensor([[True, False, False], [False, True, True]])
+    if need_weights:
+        assert (mha.attention_weights.sum(-1)[empty.unsqueeze(1).expand(2, 2, 3)] == 0).all()
+    output.sum().backward()
+    assert torch.isfinite(output).all() and torch.isfinite(x.grad).all()
+    assert all(torch.isfinite(p.grad).all() for p in mha.parameters())
+    torch.testing.assert_close(output[empty], mha.W_o.bias.expand(3, 8) if mha.W_o.bias is not None
+                               else torch.zeros(3, 8))
+
+
 @pytest.mark.parametrize("hidden_feature", [-INF, INF], ids=["-inf", "+inf"])
 def test_dot_product_attention_with_an_infinite_hidden_key_matches_sdpa_on_the_clean_key(hidden_feature):
     torch.manual_seed(0)
@@ -221,10 +240,11 @@ def test_prefix_len_as_a_tensor_is_checked_like_the_int():
 
 
 def test_an_incomplete_d2l_0_17_call_is_not_blamed_on_dropout():
-    with pytest.raises(TypeError, match=r"takes the arguments of d2l 0.17's MultiHeadAttention\(key_size, "
+    with pytest.raises(TypeError, match=r"takes the arguments MultiHeadAttention\(key_size, "
                                         r"query_size, value_size, num_hiddens, num_heads, .*got \(8, 8, 8\)$"):
         MultiHeadAttention(8, 8, 8)
-    with pytest.raises(TypeError, match=r"d2l 1.0's AdditiveAttention\(num_hiddens, dropout=0.0\); got \(8, 8\)"):
+    with pytest.raises(TypeError,
+                       match=r"AdditiveAttention\(num_hiddens, dropout=0.0\) \(d2l 1.0's form\); got \(8, 8\)"):
         AdditiveAttention(8, 8)
     assert MultiHeadAttention(8, 2, 0).dropout.p == 0  # a dropout of 0 given as an int is still a dropout
 

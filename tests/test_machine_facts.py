@@ -12,7 +12,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mha_chapters.bench.records import results_directory, short_machine_name
+from mha_chapters.bench.records import (
+    load_result,
+    newest_recording,
+    provenance,
+    results_directory,
+    short_machine_name,
+)
 from tools import machine_facts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,8 +87,12 @@ def test_scrub_replaces_facts_in_live_timing_cells_only():
 
 # ---------------------------------------------------------------- a recording's provenance is not the reader's machine
 
-RECORDED_AMD = "recorded on AMD EPYC (cpu, 1 thread), torch 2.13.0+cpu, 2026-11-21"  # cpu-2026-11-21.json's label
-AMD = {"model": "AMD EPYC", "caches": {}, "cores": 2}  # /proc/cpuinfo's model name on the machine that recorded it
+# The newest recording of chapter 07's sweeps (found by the rule, not by its file name) and its label
+NEWEST = load_result(newest_recording("batching"))
+NEWEST_RUN = next(run for run in NEWEST.runs if run.device == "cpu")
+RECORDED_LABEL = provenance(NEWEST, NEWEST_RUN)  # e.g. "recorded on AMD EPYC (cpu, 1 thread), torch ..., <date>"
+RECORDED_MODEL = short_machine_name(NEWEST_RUN.name)
+RECORDED_CPU = {"model": RECORDED_MODEL, "caches": {}, "cores": 2}  # /proc/cpuinfo's model name, short
 
 
 def recorded_machines() -> dict[str, dict]:
@@ -109,9 +119,9 @@ def recorded_machines() -> dict[str, dict]:
 RECORDED_MACHINES = recorded_machines()
 
 
-def test_the_recordings_name_both_cpu_families():
+def test_every_recording_names_its_cpu_as_recorded_and_by_its_short_name():
     models = {machine["model"] for machine in RECORDED_MACHINES.values()}
-    assert {"AMD EPYC", "Intel Xeon", "Intel(R) Xeon(R) Processor"} <= models
+    assert {RECORDED_MODEL, NEWEST_RUN.name.split(", ")[0]} <= models
 
 
 @pytest.mark.parametrize("machine", RECORDED_MACHINES.values(), ids=RECORDED_MACHINES.keys())
@@ -126,29 +136,31 @@ def test_no_edition_stores_a_fact_of_any_recorded_machine_beyond_its_recordings_
 
 def test_without_the_labels_the_recording_machines_check_finds_chapter_07s_provenance():
     # The test above is not empty: the same search that passes over the labels finds them when told of none
-    patterns = machine_facts.fact_patterns(**{**AMD, "cores": 1})  # the model alone
-    found = machine_facts.find(nbformat.read(ROOT / "notebooks" / "07_batching_cpu_vs_gpu.ipynb", as_version=4),
+    patterns = machine_facts.fact_patterns(**{**RECORDED_CPU, "cores": 1})  # the model alone
+    found = machine_facts.find(nbformat.read(ROOT / "notebooks" / "10_tiled_attention.ipynb", as_version=4),
                                patterns, labels=[])
-    assert found and all(text == "AMD EPYC" for _, text in found)
+    assert found and all(text == RECORDED_MODEL for _, text in found)
 
 
 def test_a_label_passes_only_with_the_fields_of_a_recording_and_anything_else_is_a_fact():
-    patterns = machine_facts.fact_patterns(**AMD)
-    chinese = "记录于 AMD EPYC（cpu，1 个线程），torch 2.13.0+cpu，2026-11-21"
-    nb = notebook(("print(label)", f"cpu-2026-11-21.json: {RECORDED_AMD}\n"), ("print(label)", chinese + "\n"),
-                  ("print(svg)", f"<!-- {RECORDED_AMD} --><!-- live: cpu (AMD EPYC, 1 thread) -->\n"),
-                  ("print(forged)", RECORDED_AMD.replace("2026-11-21", "2026-12-01") + "\n"),
-                  ("print(forged)", RECORDED_AMD.replace("2.13.0", "2.12.0") + "\n"))
-    assert RECORDED_AMD in machine_facts.recorded_labels() and chinese in machine_facts.recorded_labels()
+    patterns = machine_facts.fact_patterns(**RECORDED_CPU)
+    [chinese] = [label for label in machine_facts.recorded_labels() if label.startswith("记录于")
+                 and NEWEST.date in label and RECORDED_MODEL in label and NEWEST.torch in label]
+    name = newest_recording("batching").name
+    nb = notebook(("print(label)", f"{name}: {RECORDED_LABEL}\n"), ("print(label)", chinese + "\n"),
+                  ("print(svg)", f"<!-- {RECORDED_LABEL} --><!-- live: cpu ({RECORDED_MODEL}, 1 thread) -->\n"),
+                  ("print(forged)", RECORDED_LABEL.replace(NEWEST.date, "1999-01-01") + "\n"),
+                  ("print(forged)", RECORDED_LABEL.replace(NEWEST.torch, "0.0.1") + "\n"))
+    assert RECORDED_LABEL in machine_facts.recorded_labels()
     assert [index for index, _ in machine_facts.find(nb, patterns)] == [2, 3, 4]
 
 
 def test_scrub_keeps_a_recordings_label_and_replaces_the_live_machine_beside_it():
-    patterns = machine_facts.fact_patterns(**AMD)
-    text = f"live: cpu (AMD EPYC, 1 thread) against {RECORDED_AMD}\n"
+    patterns = machine_facts.fact_patterns(**RECORDED_CPU)
+    text = f"live: cpu ({RECORDED_MODEL}, 1 thread) against {RECORDED_LABEL}\n"
     nb = notebook(("# NBVAL_IGNORE_OUTPUT\nprint(both)", text))
     assert machine_facts.scrub(nb, patterns) == 1
-    assert nb.cells[0].outputs[0].text == f"live: cpu (‹CPU model›, 1 thread) against {RECORDED_AMD}\n"
+    assert nb.cells[0].outputs[0].text == f"live: cpu (‹CPU model›, 1 thread) against {RECORDED_LABEL}\n"
 
 
 def test_recorded_labels_come_from_each_kind_of_recording(tmp_path):
@@ -173,3 +185,25 @@ def test_a_table_row_is_a_fact_in_its_html_as_in_its_plain_text():
     assert len(machine_facts.find(nb, patterns, labels=[])) == 3  # float32_lanes 2 is not the core count
     machine_facts.scrub(nb, patterns, labels=[])
     assert nb.cells[0].outputs[1].data["text/html"].count("‹N›") == 2 and not machine_facts.find(nb, patterns, [])
+
+
+def test_a_timings_provenance_metadata_hides_the_core_count_its_text_hides():
+    from mha_chapters.bench.quiet import PROVENANCE_KEY
+
+    def report(threads):
+        nb = notebook(("# NBVAL_IGNORE_OUTPUT\nmachine.report()", "x\n"))
+        nb.cells[0].outputs = [nbformat.v4.new_output(
+            "display_data", data={"text/plain": f"the machine while timing: ...; {threads} threads"},
+            metadata={PROVENANCE_KEY: {"threads": threads, "load_average": 0.3}})]
+        return nb
+
+    patterns = machine_facts.fact_patterns(**XEON)
+    nb = report(XEON["cores"])
+    assert [fact for _, fact in machine_facts.find(nb, patterns, labels=[], cores=XEON["cores"])
+            if "metadata" in fact]
+    assert machine_facts.scrub(nb, patterns, labels=[], cores=XEON["cores"]) == 2  # the text and the metadata
+    assert nb.cells[0].outputs[0].metadata[PROVENANCE_KEY]["threads"] == "‹N›"
+    assert not machine_facts.find(nb, patterns, labels=[], cores=XEON["cores"])
+    one = report(1)  # one thread is a setting, not a fact: kept
+    assert machine_facts.scrub(one, patterns, labels=[], cores=XEON["cores"]) == 0
+    assert one.cells[0].outputs[0].metadata[PROVENANCE_KEY]["threads"] == 1

@@ -50,7 +50,7 @@ def test_the_answers_stay_out_of_the_readers_editions():
         assert "more-to-try-answers" not in path.read_text(encoding="utf-8"), path
 
 
-@pytest.mark.slow  # the answers train and search: chapter 13 takes about 45 s, chapter 06 about 10 s
+@pytest.mark.slow  # the answers train and search: chapter 13 takes about 20 s, chapter 06 about 10 s
 @pytest.mark.parametrize("chapter", sorted(sections(PAGES["en"])))
 def test_the_answers_of_a_chapter_run(chapter):
     matplotlib.use("Agg")  # figures are drawn, never shown, in a test

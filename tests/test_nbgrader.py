@@ -24,9 +24,12 @@ CHAPTERS = [ROOT / "notebooks" / "08_pitfalls.ipynb", ROOT / "zh-CN" / "notebook
 # tests/hub/ submits the same two through a JupyterHub.
 RIGHT_CH08 = {"Exercise 1": "def fixed_softmax(scores, mask):\n    return torch.softmax(scores.masked_fill("
                             "mask == 0, torch.finfo(scores.dtype).min), dim=-1)",
+              "Exercise 2": "answer_no_batch = ((4, 8, 1, 8), 1)",
               "Exercise 3": "answer_lens = ([2, 2], [7, 7])",
               "Exercise 4": "answer_overflow = float('-inf')"}
 WRONG_CH08 = {**RIGHT_CH08, "Exercise 4": "answer_overflow = -65604"}
+# Exercise 1 in three parts, 2, 3 and 4: 6 points autograded; the written answer: 2 by hand
+CH08_MAX_SCORE, CH08_SCORES = 8, {"right": 6, "wrong": 5}
 
 
 def fill_in(nb: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
@@ -86,6 +89,6 @@ def test_round_trip(tmp_path, chapter):
     with nbgrader_api.Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         scores = {s: gradebook.find_submission("ch08", s).score for s in ("right", "wrong")}
         max_score = gradebook.find_assignment("ch08").max_score
-    assert max_score == 6  # exercise 1 in two parts, 3 and 4: 4 points autograded; the written answer: 2 by hand
-    assert scores == {"right": 4, "wrong": 3}
+    assert max_score == CH08_MAX_SCORE
+    assert scores == CH08_SCORES
     shutil.rmtree(course)

@@ -70,7 +70,7 @@ def relative_links(path: Path) -> list[str]:
 def test_the_pages_exist():
     names = {path.relative_to(ROOT).as_posix() for path in PAGES}
     for page in ("platforms", "online", "library", "d2l", "teaching", "maintaining", "lecturer-kit", "ta-sheet",
-                 "more-to-try-answers"):
+                 "more-to-try-answers", "running-a-course"):
         assert {f"docs/{page}.md", f"docs/{page}.zh-CN.md"} <= names, page
 
 
@@ -106,10 +106,10 @@ def test_the_link_checker_catches_a_broken_file_and_a_broken_anchor(tmp_path):
 
 
 def test_the_sections_that_messages_name_exist():
-    """make's error (Makefile) and mha_lib's font warning send a reader to a README: the words must be there."""
-    makefile = (ROOT / "Makefile").read_text()
-    said = re.search(r'See \\"([^"\\]+)\\" in (\S+) \((\S+): ([^)]+)\)', makefile)
-    assert said, "the Makefile no longer names a section for a reader behind a firewall"
+    """The set-up's error (tools/start.py) and mha_lib's font warning name a page's section: it must be there."""
+    launcher = (ROOT / "tools" / "start.py").read_text()
+    said = re.search(r'See "([^"]+)" in (\S+) \((\S+): ([^)]+)\)', launcher)
+    assert said, "tools/start.py no longer names a section for a reader behind a firewall"
     english, english_file, chinese_file, chinese = said.groups()
     assert english.lower() in (ROOT / english_file).read_text().lower(), (english, english_file)
     assert chinese in (ROOT / chinese_file).read_text(), (chinese, chinese_file)

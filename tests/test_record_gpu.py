@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from mha_chapters.bench.records import newest_recording
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "record_gpu.py"
-RECORDED_CPU = ROOT / "mha_chapters" / "bench" / "results" / "cpu-2026-11-21.json"
+RECORDED_CPU = newest_recording("batching")  # the newest CPU recording, whatever its date
 TREE_LIMIT = 56 * 2**20  # a device machine takes at most 64 MiB of tree; the rest is room for what a run carries
 
 
@@ -38,7 +40,8 @@ def test_it_refuses_a_torch_older_than_it_runs_on(record_gpu, monkeypatch):
 
 def test_it_draws_chapter_07s_recorded_figures_from_a_cpu_recording(record_gpu, tmp_path):
     written = record_gpu.render(RECORDED_CPU, tmp_path)
-    assert [path.name for path in written] == ["cpu-2026-11-21-devices.svg", "cpu-2026-11-21-length-sweep.svg"]
+    stem = RECORDED_CPU.stem
+    assert [path.name for path in written] == [f"{stem}-devices.svg", f"{stem}-length-sweep.svg"]
     assert all(path.read_text().lstrip().startswith("<?xml") and "<svg" in path.read_text() for path in written)
 
 

@@ -35,80 +35,31 @@ def make(checkout: Path, *arguments: str) -> subprocess.CompletedProcess:
                           text=True, timeout=60, env={**os.environ, "MAKEFLAGS": ""})
 
 
-def pip_install_line(checkout: Path, *arguments: str) -> str:
-    result = make(checkout, "-n", "setup", *arguments)
-    assert result.returncode == 0, result.stderr
-    (line,) = [line for line in result.stdout.splitlines() if " -m pip install " in line]
-    return line
-
-
-def test_linux_setup_asks_for_the_cpu_build_of_the_locked_torch(checkout):
-    line = pip_install_line(checkout, "UNAME_S=Linux")
-    assert f"'torch=={TORCH_VERSION}+cpu'" in line
-    assert f"--extra-index-url {CPU_INDEX}" in line  # used when the probe reaches it
-    assert "--constraint requirements.lock --editable '.[dev]'" in line
-
-
-def test_the_cpu_index_is_probed_with_a_timeout_first(checkout):
-    # An unreachable extra index costs pip about 8 s of retries for every package it looks up.
-    line = pip_install_line(checkout, "UNAME_S=Linux")
-    assert f"urlopen('{CPU_INDEX}/torch/', timeout=10)" in line
-    assert line.index("urlopen(") < line.index(" -m pip install ")
-
-
-@pytest.mark.parametrize("arguments", [("UNAME_S=Linux", "TORCH=cuda"), ("UNAME_S=Darwin",), ("UNAME_S=MINGW64_NT",)])
-def test_elsewhere_setup_takes_pypi_torch_at_the_locked_version(checkout, arguments):
-    line = pip_install_line(checkout, *arguments)
-    assert "+cpu" not in line and CPU_INDEX not in line
-    assert "--constraint requirements.lock --editable '.[dev]'" in line
-
-
-def test_browser_extra_is_installed_from_the_lock_too(checkout):
-    result = make(checkout, "-n", ".venv/.installed-browser", "UNAME_S=Linux")
-    assert "--constraint requirements.lock --editable '.[dev,browser]'" in result.stdout
-
-
-def test_a_failed_venv_is_removed_and_the_message_says_what_to_install(checkout):
-    # Debian without python3-venv: `python3 -m venv` leaves a .venv with a python and no pip, and fails.
-    fake = checkout / "python3-without-venv"
-    fake.write_text(f"""#!/bin/sh
-if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
-    mkdir -p "$3/bin" && ln -s {sys.executable} "$3/bin/python"
-    echo "The virtual environment was not created successfully because ensurepip is not available." >&2
-    exit 1
-fi
-exec {sys.executable} "$@"
-""")
-    fake.chmod(0o755)
-    result = make(checkout, "setup", f"PYTHON={fake}")
-    assert result.returncode != 0
-    assert not (checkout / ".venv").exists(), "the half-made .venv stays and every later make fails"
-    assert "apt install python3-venv" in result.stdout
-
-
-def test_setup_refuses_a_python_older_than_requires_python(checkout):
-    fake = checkout / "old-python"
-    fake.write_text(f"#!/bin/sh\nexec {sys.executable} -c 'import sys; sys.exit(1)'\n")
-    fake.chmod(0o755)
-    result = make(checkout, "setup", f"PYTHON={fake}")
-    assert result.returncode != 0 and "needs Python 3.11 or newer" in result.stdout
-    assert not (checkout / ".venv").exists()
-
-
-# --- make lab ----------------------------------------------------------------------------------------------------
-
-def lab_command(checkout: Path, *arguments: str) -> str:
-    (checkout / ".venv").mkdir()
-    (checkout / ".venv" / ".installed").touch()  # newer than pyproject.toml and the lock: no install
-    result = make(checkout, "-n", "lab", *arguments)
+def recipe(checkout: Path, *arguments: str) -> str:
+    result = make(checkout, "-n", *arguments)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
-def test_lab_and_lab_zh_start_the_readers_lab_on_the_chosen_port(checkout):
-    assert ".venv/bin/python -m tools.reader_lab --port 8899" in lab_command(checkout, "PORT=8899")
-    result = make(checkout, "-n", "lab-zh", "PORT=8899")
-    assert ".venv/bin/python -m tools.reader_lab --edition zh_CN --port 8899" in result.stdout
+# What the launcher plans on each platform, and how it fails, is tests/test_start.py's; here: make calls it.
+def test_setup_is_the_launchers_reader_set_up_with_make_s_torch_choice(checkout):
+    assert recipe(checkout, "setup").strip() == f"python3 -m tools.start setup --torch cpu --torch-index {CPU_INDEX}"
+    assert "--torch cuda --torch-index https://mirror.example/cpu" in recipe(
+        checkout, "setup", "TORCH=cuda", "TORCH_INDEX=https://mirror.example/cpu")
+    assert recipe(checkout, "setup", "PYTHON=python3.12").startswith("python3.12 -m tools.start setup ")
+
+
+def test_the_targets_for_tests_and_maintainers_install_the_dev_extra_through_the_launcher(checkout):
+    assert "python3 -m tools.start setup --extras dev --torch cpu" in recipe(checkout, "test-quick")
+    assert "-m tools.start setup --extras dev,browser --torch cpu" in recipe(checkout, ".venv/.installed-browser")
+    assert "--constraint $(LOCK) --editable" not in (ROOT / "Makefile").read_text()  # the install: tools/start.py
+
+
+# --- make lab ----------------------------------------------------------------------------------------------------
+
+def test_lab_and_lab_zh_start_the_readers_lab_through_the_launcher_on_the_chosen_port(checkout):
+    assert recipe(checkout, "lab", "PORT=8899").startswith("python3 -m tools.start lab --port 8899 --torch cpu")
+    assert recipe(checkout, "lab-zh", "PORT=8899").startswith("python3 -m tools.start lab --edition zh_CN --port 8899")
 
 
 @pytest.mark.parametrize("edition, copy, settings", [("en", "my-chapters", "settings"),
@@ -160,7 +111,7 @@ def test_lecturers_keep_nbgrader_in_their_own_lab(checkout):
 @pytest.mark.parametrize("target", ["reset", "reset-zh"])
 def test_reset_without_a_chapter_says_how_to_name_one(checkout, target):
     (checkout / ".venv").mkdir()
-    (checkout / ".venv" / ".installed").touch()
+    (checkout / ".venv" / ".installed-lab").touch()  # newer than pyproject.toml and the lock: no install
     result = make(checkout, "-n", target)
     assert result.returncode != 0 and f"make {target} CHAPTER=04" in result.stderr
     result = make(checkout, "-n", target, "CHAPTER=04")

@@ -9,11 +9,19 @@ in the docs that a lecturer's clone can check out.
 - Every commit, tag and version the docs tell a lecturer to check out or install resolves in this clone, and the
   lecturer kit pins the newest recorded release.
 
-The release steps are in CHANGELOG.md's header; docs/lecturer-kit.md, "Pin a version", is the recipe."""
+- While Unreleased is empty, nothing but the record of the release (CHANGELOG.md, the kit) differs from the release
+  commit: a change merged after it needs its entry under Unreleased and the version VERSION.post0.dev0.
+- Each release commit since 2026.11.0 has the subject "Release VERSION", so `git log --grep` finds it in any clone,
+  and the kit's `git log -1 --format=%H --grep='^Release VERSION$'` prints the commit it pins.
+- The chapters' Colab install cell (tools/colab.py writes it) installs from git without a ref, or at a release commit.
+
+The release steps are in docs/maintaining.md, "Making a release" (tools/release.py makes their edits);
+docs/lecturer-kit.md, "Pin a version", is the recipe."""
 
 import ast
 import datetime
 import re
+import shlex
 import shutil
 import subprocess
 import tomllib
@@ -36,6 +44,11 @@ PYPI_PIN = re.compile(r"mha-notebooks==(?P<version>[0-9][^\s`'\";]*)")
 COMMIT = re.compile(r"[0-9a-f]{7,40}")
 TAG = re.compile(r"v(?P<version>\d+\.\d+\.\d+)")
 KITS = [ROOT / "docs" / "lecturer-kit.md", ROOT / "docs" / "lecturer-kit.zh-CN.md"]
+# `git log ... --grep='^Release VERSION$'`, as the kit gives it to find a release commit in any clone
+GREP_RECIPE = re.compile(r"git log -1 --format=%H --grep='\^Release (?P<version>[0-9][^\s'$]*)\$'")
+# the ref, if any, that a Colab install cell pins: git+https://HOST/OWNER/NAME@REF
+INSTALL_REF = re.compile(r"git\+https://[^\s\"'\\@]+(?:@(?P<ref>[^\s\"'\\#]+))?")
+BEFORE_THE_SUBJECT_RULE = {"2026.11.0"}  # recorded after the fact: its release commit is a merge ("Merge branch ...")
 
 
 def changelog() -> str:
@@ -131,7 +144,8 @@ def test_the_version_is_a_calendar_version_of_its_release_date():
     for version, date in releases(changelog()):
         parsed = Version(version)
         assert str(parsed) == version and len(parsed.release) == 3, "YEAR.MONTH.PATCH, as PEP 440 normalises it"
-        assert parsed.release[:2] == (date.year, date.month) and not (parsed.pre or parsed.post or parsed.dev)
+        assert parsed.release[:2] == (date.year, date.month), f"{version} is not a version of {date:%Y-%m}"
+        assert (parsed.pre, parsed.post, parsed.dev, parsed.local) == (None,) * 4, f"{version} is not a release"
 
 
 def test_releases_are_newest_first_and_unique():
@@ -239,6 +253,24 @@ def test_every_release_commit_resolves_and_carried_its_version(clone):
         assert unreleased_entries(then) == [], f"at {commit[:12]}, the release commit of {version}: Unreleased is full"
 
 
+# What the commit after a release may change: the record of its commit (CHANGELOG.md) and the kit's recipe.
+RECORD_STEP = {"CHANGELOG.md", *(kit.relative_to(ROOT).as_posix() for kit in KITS)}
+
+
+def test_nothing_changed_since_the_release_while_unreleased_is_empty(clone):
+    """A version is one tree: while mha_lib.__version__ is the newest release, the clone is that release's commit
+    plus its record. Anything else merged since belongs under Unreleased, with the version VERSION.post0.dev0."""
+    text = changelog()
+    version, commit = next(iter(release_commits(text).items()))
+    if unreleased_entries(text) or commit is None or resolves(commit) is None:
+        return  # between releases, or the release commit itself; an absent commit fails in the test above
+    changed = set(git("diff", "--name-only", commit, "--").stdout.split()) - RECORD_STEP
+    assert not changed, (
+        f"{len(changed)} files changed since the release commit of {version} ({commit[:12]}), e.g. "
+        f"{sorted(changed)[:3]}, while Unreleased is empty: add their entries under Unreleased in CHANGELOG.md and "
+        f"set mha_lib.__version__ to {version}.post0.dev0")
+
+
 def test_a_tag_in_this_clone_is_its_release_commit(clone):
     for version, commit in release_commits(changelog()).items():
         tagged = resolves(f"refs/tags/v{version}")
@@ -302,3 +334,65 @@ def test_the_lecturer_kit_pins_the_newest_recorded_release():
         assert checkout <= {commit, f"v{version}"} and commit in checkout, f"{kit.name}: git checkout {commit}"
         assert install == {commit}, f"{kit.name}: pip install \"mha-notebooks @ git+<repository>@{commit}\""
         assert versions <= {version}, f"{kit.name}: mha-notebooks=={version}"
+
+
+def test_every_release_commit_is_found_by_its_subject(clone):
+    for version, commit in release_commits(changelog()).items():
+        if commit is None or version in BEFORE_THE_SUBJECT_RULE:
+            continue
+        subject = git("log", "-1", "--format=%s", commit).stdout.strip()
+        assert subject == f"Release {version}", (
+            f"the release commit of {version}, {commit[:12]}, has the subject {subject!r}, not 'Release {version}'")
+
+
+def test_the_kits_grep_recipe_prints_the_commit_it_pins(clone):
+    commits = release_commits(changelog())
+    for kit in KITS:
+        text = kit.read_text()
+        recipes = list(GREP_RECIPE.finditer(text))
+        newest = next(version for version, commit in commits.items() if commit)
+        if newest in BEFORE_THE_SUBJECT_RULE:
+            assert recipes == [], f"{kit.name}: {newest}'s release commit has no 'Release {newest}' subject"
+            continue
+        assert recipes, f"{kit.name}: give `git log -1 --format=%H --grep='^Release {newest}$'`, which any clone runs"
+        for recipe in recipes:
+            version = recipe["version"]
+            assert commits.get(version), f"{kit.name}: {version} is no release of CHANGELOG.md with a release commit"
+            printed = subprocess.run(shlex.split(recipe[0]), cwd=ROOT,
+                                     capture_output=True, text=True, check=True).stdout.strip()
+            assert printed == commits[version], f"{kit.name}: {recipe[0]} prints {printed!r}, not {commits[version]}"
+
+
+def test_the_grep_recipe_finder_reads_the_kit_s_form():
+    found = GREP_RECIPE.search("run `git log -1 --format=%H --grep='^Release 2027.2.0$'` to see it")
+    assert found and found["version"] == "2027.2.0"
+    assert GREP_RECIPE.search("git log -1 --format=%H --grep='Release 2027.2.0'") is None  # unanchored: not the form
+
+
+def install_refs() -> dict[str, set[str | None]]:
+    """{notebook: the refs its git+https installs pin (None: no ref)}, in every edition (tools/colab.py's cell)."""
+    files = [*sorted(ROOT.glob("notebooks/*.ipynb")), *sorted(ROOT.glob("chapters/*.ipynb")),
+             *sorted(ROOT.glob("zh-CN/*/*.ipynb"))]
+    refs = {}
+    for path in files:
+        found = {m["ref"] for m in INSTALL_REF.finditer(path.read_text())}
+        if found:
+            refs[path.relative_to(ROOT).as_posix()] = found
+    return refs
+
+
+def test_the_install_ref_finder_sees_a_ref_or_none():
+    assert {m["ref"] for m in INSTALL_REF.finditer('"mha-notebooks @ git+https://github.com/o/r"')} == {None}
+    cell = '\\"mha-notebooks @ git+https://github.com/o/r@0123abc\\"'
+    assert {m["ref"] for m in INSTALL_REF.finditer(cell)} == {"0123abc"}
+
+
+def test_the_colab_install_cells_pin_nothing_or_a_release_commit(clone):
+    refs = install_refs()
+    assert any(name.startswith("notebooks/") for name in refs) and any(name.startswith("zh-CN/") for name in refs), (
+        "the Colab install cell was not found: the notebooks no longer install from git+https")
+    recorded = {commit for commit in release_commits(changelog()).values() if commit}
+    for name, found in refs.items():
+        for ref in found - {None}:  # None: the newest main, as a reader opening a chapter from GitHub expects
+            assert ref in recorded and resolves(ref) == ref, (
+                f"{name} installs mha-notebooks at {ref}: pin a release commit recorded in CHANGELOG.md, or none")

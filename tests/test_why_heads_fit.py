@@ -72,3 +72,14 @@ def test_one_head_succeeds_when_the_contents_sit_in_separate_features():
     targets = values[:, [1, 3]].reshape(128, 1, 2 * CONTENT_SIZE)
     assert one_head_floor(targets) < 1e-12  # the targets lie on one plane of 2 dimensions
     assert fit_layer(1, (queries, keys, values), targets, seed=0, steps=800).error < 1e-3
+
+
+def test_values_that_carry_the_position_break_the_floor_but_not_the_limit():
+    # Chapter 04's "More to try": with the keys as values (position code and content), one head's outputs leave
+    # the plane, so it goes below the floor of content-only values; it still stays far from two heads.
+    queries, keys, _, targets = random_two_place(128, seed=0)
+    floor = one_head_floor(targets)
+    one, two = (fit_layer(h, (queries, keys, keys), targets, seed=0) for h in (1, 2))
+    assert one.layer.W_v.in_features == keys.shape[-1] == 6
+    assert 0.1 < one.error < floor - 0.1
+    assert two.error < 1e-3

@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -45,12 +46,16 @@ except ModuleNotFoundError:  # imported by nbgrader from a course's nbgrader_con
     from tools import grade_runner
 
 try:
-    from mha_chapters.i18n import _
+    from mha_chapters.i18n import _, set_language
 except ImportError:  # pragma: no cover - the grader without the chapters' package
     def _(message: str) -> str:
         return message
 
+    def set_language(code: str) -> None:
+        pass
+
 RUNNER = Path(grade_runner.__file__).read_text()
+SET_LANGUAGE = re.compile(r"""set_language\(\s*["']([A-Za-z_-]+)["']\s*\)""")
 MARKER = "GRADED = "
 INSTALL = ("autograde runs each submission in a sandbox, and none is available here: install bubblewrap "
            "(Debian/Ubuntu: apt-get install bubblewrap), or set c.SandboxGrade.user to an account that cannot read "
@@ -278,6 +283,16 @@ def _setup_code(source: str) -> str:
     return "\n".join(line for line in code.splitlines() if line in written or "get_ipython()" not in line)
 
 
+def notebook_language(nb: nbformat.NotebookNode) -> str:
+    """The language a chapter's set-up chooses (``mha_chapters.set_language("zh_CN")`` in the Chinese edition), or
+    ``"en"``: the grader's feedback is written in it."""
+    for cell in nb.cells:
+        match = SET_LANGUAGE.search(cell.source) if cell.cell_type == "code" else None
+        if match:
+            return match[1]
+    return "en"
+
+
 def program(source: nbformat.NotebookNode, submitted: nbformat.NotebookNode) -> tuple[list, dict]:
     """The steps to run in the sandbox, and for each graded test cell its (spec, prepared cases, answer source)."""
     answers = {}
@@ -324,10 +339,12 @@ def _bwrap_works(bwrap: str) -> bool:
 
 
 def sandbox_command(python: str, packages: list[Path], work: str = "/submission", user: str = "",
-                    unsafe: bool = False, memory_mb: int = 4096, timeout: int = 300) -> tuple[list[str], list[str]]:
+                    unsafe: bool = False, memory_mb: int = 4096, timeout: int = 300,
+                    hide: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
     """The command that runs tools/grade_runner.py on its standard input, and the folders of the two packages as it
-    sees them: with ``unsafe``, as this user; else under bubblewrap, else as ``user``. Raises RuntimeError with what
-    to install when there is no sandbox."""
+    sees them: with ``unsafe``, as this user; else under bubblewrap, else as ``user``. ``hide``: packages (folder
+    names) left empty in every site-packages folder bound (under bubblewrap only: a hub's image installs mha_lib
+    there). Raises RuntimeError with what to install when there is no sandbox."""
     limits = ["timeout", "--kill-after=5", str(timeout), "prlimit", f"--as={memory_mb * 2**20}",
               f"--fsize={64 * 2**20}", "--"]
     runner = [python, "-I", "-c", RUNNER]
@@ -345,6 +362,10 @@ def sandbox_command(python: str, packages: list[Path], work: str = "/submission"
         binds = []
         for path in sorted(prefixes | sites):
             binds += ["--ro-bind", path, path]
+        for path in sorted(sites):  # after every bind, so that an empty folder covers the installed package
+            for name in hide:
+                if (Path(path) / name).is_dir():
+                    binds += ["--tmpfs", str(Path(path) / name)]
         for package in packages:
             binds += ["--ro-bind", str(package), f"/packages/{package.name}"]
         return [*limits, bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
@@ -390,6 +411,70 @@ def run_sandboxed(steps: list, packages: list[Path] | None = None, **options) ->
     return results
 
 
+# ---- per student: the source graded against, and what the feedback shows ------------------------------------
+
+STUDENT_SOURCE = "student-source"  # tools/nbgrader_course.py, write_student_copies
+
+
+def source_for(coursedir, assignment: str, notebook: str, student: str | None) -> Path:
+    """The source notebook a submission is graded against: the student's own (their numbers, from the course's
+    secret: ``student-source/<student>/<assignment>/``) where the course made one, else the course's."""
+    if student:
+        own = Path(coursedir.root) / STUDENT_SOURCE / student / assignment / f"{notebook}.ipynb"
+        if own.exists():
+            return own
+    folder = Path(coursedir.format_path(coursedir.source_directory, ".", assignment))
+    return folder / f"{notebook}.ipynb"
+
+
+def without_hidden_tests(source: str) -> str:
+    """A test cell's source without its hidden part (the seed, the expected value, the reference): nbgrader's
+    autograde puts it back from the gradebook, and its feedback would show it."""
+    lines, hidden = [], False
+    for line in source.splitlines():
+        if line.strip() == "### BEGIN HIDDEN TESTS":
+            hidden = True
+        elif line.strip() == "### END HIDDEN TESTS":
+            hidden = False
+        elif not hidden:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+# The imports a chapter's answers take from its first cell, for the run without the packages (where that cell
+# stops at its first import of mha_lib).
+PLAIN_IMPORTS = "import math\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn"
+
+
+LIBRARY_PACKAGES = ("mha_lib", "mha_chapters")
+
+
+def without_library(steps: list) -> list:
+    """The program again for the probes of functions with ``library=`` only, to run where the packages are not.
+
+    Whatever the sandbox reports about a function (its outputs, whether it reached the library) is the student's
+    claim: the student's code can switch the watch off, call from another thread, patch the runner, or call a
+    private twin of the library function. Where mha_lib is not there, no trick reaches it; a function of one's
+    own, which needs torch only, gives the same results as in the full run."""
+    probes = [n for n, step in enumerate(steps) if step.get("kind") == "function" and step.get("library")]
+    if not probes:
+        return []
+    return [{"run": PLAIN_IMPORTS, "answer": None},
+            *(step for step in steps[:probes[-1] + 1] if "run" in step or step.get("library"))]
+
+
+def run_program(steps: list, **options) -> dict[str, dict]:
+    """Run the steps in the sandbox: {probe id: its data}; a function with ``library=`` is judged on its run without
+    the packages (:func:`without_library`): no data from the full run counts for it."""
+    results = run_sandboxed(steps, **options)
+    alone = without_library(steps)
+    if alone:
+        for step in alone:
+            results.pop(step.get("probe"), None)
+        results.update(run_sandboxed(alone, packages=[], hide=LIBRARY_PACKAGES, **options))
+    return results
+
+
 # ---- the nbgrader preprocessor --------------------------------------------------------------------------------
 
 try:
@@ -410,10 +495,11 @@ try:
         def preprocess(self, nb, resources):
             info = resources["nbgrader"]
             coursedir = CourseDirectory(config=self.config)
-            folder = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"]))
-            source = nbformat.read(folder / f"{info['notebook']}.ipynb", as_version=4)
+            source = nbformat.read(source_for(coursedir, info["assignment"], info["notebook"], info.get("student")),
+                                   as_version=4)
+            set_language(notebook_language(source))  # the feedback in the language the chapter is taught in
             steps, tests = program(source, nb)
-            results = run_sandboxed(steps, user=self.user, unsafe=self.unsafe_no_sandbox,
+            results = run_program(steps, user=self.user, unsafe=self.unsafe_no_sandbox,
                                     memory_mb=self.memory_mb, timeout=self.timeout)
             for cell in nb.cells:
                 meta = cell.metadata.get("nbgrader", {})
@@ -436,6 +522,7 @@ try:
                 else:
                     cell.outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue=message,
                                                            traceback=[f"AssertionError: {message}"])]
+                cell.source = without_hidden_tests(cell.source)  # the feedback shows no seed, no expected value
             return nb, resources
 
 except ImportError:  # pragma: no cover - the grader's functions without nbgrader

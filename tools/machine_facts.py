@@ -140,11 +140,27 @@ def output_texts(output: dict) -> Iterator[tuple[dict | list, str | int]]:
             yield output["data"], key
 
 
+def _provenance_threads(output: dict, cores: int | None) -> dict | None:
+    """The provenance a timing cell's report stores as metadata, where its thread count is this machine's cores.
+
+    The report's text says ``‹N› threads`` once scrubbed; its metadata (``mha_chapters.bench.quiet.PROVENANCE_KEY``)
+    must not keep the number the text hides. One thread, or a count other than the cores, is a setting.
+    """
+    from mha_chapters.bench.quiet import PROVENANCE_KEY
+
+    cores = os.cpu_count() if cores is None else cores
+    provenance = output.get("metadata", {}).get(PROVENANCE_KEY)
+    if cores and cores > 1 and isinstance(provenance, dict) and provenance.get("threads") == cores:
+        return provenance
+    return None
+
+
 def find(nb: dict, patterns: list[tuple[re.Pattern[str], str]] | None = None,
-         labels: Sequence[str] | None = None) -> list[tuple[int, str]]:
+         labels: Sequence[str] | None = None, cores: int | None = None) -> list[tuple[int, str]]:
     """(cell index, matched text) for every fact of this machine in the stored outputs of ``nb``.
 
-    ``labels`` are texts passed over, by default every recording's label (:func:`recorded_labels`).
+    ``labels`` are texts passed over, by default every recording's label (:func:`recorded_labels`); ``cores``
+    defaults to this machine's (the thread count a timing's provenance metadata stores).
     """
     patterns = fact_patterns() if patterns is None else patterns
     label = _labels_pattern(recorded_labels() if labels is None else labels)
@@ -154,11 +170,13 @@ def find(nb: dict, patterns: list[tuple[re.Pattern[str], str]] | None = None,
             for container, key in output_texts(output):
                 text = label.sub("\0", container[key])  # a NUL: no fact matches across a label's place
                 found += [(index, match.group(0)) for pattern, _ in patterns for match in pattern.finditer(text)]
+            if _provenance_threads(output, cores) is not None:
+                found.append((index, f"threads: {cores or os.cpu_count()} (provenance metadata)"))
     return found
 
 
 def scrub(nb: dict, patterns: list[tuple[re.Pattern[str], str]] | None = None,
-          labels: Sequence[str] | None = None) -> int:
+          labels: Sequence[str] | None = None, cores: int | None = None) -> int:
     """Replace the facts of this machine in the outputs of ``nb``'s live-timing cells; return how many.
 
     Only cells whose source carries ``# NBVAL_IGNORE_OUTPUT`` are touched: nbval compares the others, so
@@ -179,6 +197,10 @@ def scrub(nb: dict, patterns: list[tuple[re.Pattern[str], str]] | None = None,
                         pieces[i], count = pattern.subn(replacement, pieces[i])
                         replaced += count
                 container[key] = "".join(pieces)
+            provenance = _provenance_threads(output, cores)
+            if provenance is not None:
+                provenance["threads"] = COUNT_PLACEHOLDER
+                replaced += 1
     return replaced
 
 

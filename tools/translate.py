@@ -237,6 +237,9 @@ def build(language: str) -> list[Path]:
 LIBRARY = ROOT / "mha_lib"
 CHAPTERS = ROOT / "mha_chapters"  # its catalogue also holds the chapters' code cells' messages
 PACKAGES = (LIBRARY, CHAPTERS)
+# Modules outside a package whose messages a package's catalogue holds: the grader's (it translates them with
+# mha_chapters.i18n, so a Chinese course's feedback is in Chinese)
+ALSO = {CHAPTERS: (ROOT / "tools" / "autograde.py",)}
 MARKERS = ("_", "N_", "tr", "figure_text")  # the functions of mha_lib.i18n and mha_chapters.i18n that mark one
 PLACEHOLDER = re.compile(r"{([^{}]*)}")
 
@@ -259,7 +262,7 @@ def library_messages(package: Path = LIBRARY) -> dict[str, list[tuple[str, str]]
     from IPython.core.inputtransformer2 import TransformerManager  # turns %magic and !shell lines into Python
 
     found: dict[str, list[tuple[str, str]]] = {}
-    for path in sorted(package.rglob("*.py")):
+    for path in [*sorted(package.rglob("*.py")), *ALSO.get(package, ())]:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for message, line in marked_literals(tree):
             found.setdefault(message, []).append((path.relative_to(package.parent).as_posix(), str(line)))

@@ -7,16 +7,19 @@
 A timing records the cost of the code it times only when nothing else competes for the cores. Two numbers say
 whether something did, both from Linux's ``/proc/stat`` less this process's own CPU time:
 
+- **the load average before**: the 1-minute load average as the timings start (the rule: at most ``QUIET_LOAD``,
+  half a core). It also counts this process's own earlier work, a chapter's previous cells, which is why a stored
+  timing waits for it: the average decays with a time constant of a minute, so after a heavy cell that takes up to
+  about a minute;
 - **other processes before**: the cores that everything else kept busy in the second before the timings started
-  (the rule: at most ``QUIET_BEFORE``, half a core). The 1-minute load average is reported beside it, but it also
-  counts this process's own earlier work (a chapter's previous cell), so it is not the test;
+  (at most ``QUIET_BEFORE``, half a core);
 - **other processes during**: the cores that everything else used while the timings ran (at most
   ``QUIET_DURING``, a tenth of a core).
 
 ``report`` shows them with the threads, PyTorch's version, the date and the device, and attaches them to the cell's
 output as metadata (``PROVENANCE_KEY``), so that ``tools/quiet.py --check`` and the tests can read every stored
 timing's provenance in any language. When a notebook is executed for its stored outputs (``make outputs`` sets
-``STORE_OUTPUTS_VARIABLE``), the watch first waits, up to ``WAIT_S`` seconds, for the other processes to fall quiet;
+``STORE_OUTPUTS_VARIABLE``), the watch first waits, up to ``WAIT_S`` seconds, for all three to meet the rule;
 a reader's own run, and a test's, never waits, and its report says how busy the machine was. Where ``/proc/stat``
 does not exist (macOS, Windows) the other processes are not measured, and the report says so.
 """
@@ -35,13 +38,14 @@ import torch
 from ..i18n import _
 from .timing import threads_text
 
-__all__ = ["PROVENANCE_KEY", "QUIET_BEFORE", "QUIET_DURING", "BusyMachineError", "MachineWatch", "Provenance",
-           "busy_cores", "quiet_problems", "require_quiet", "watch_machine"]
+__all__ = ["PROVENANCE_KEY", "QUIET_BEFORE", "QUIET_DURING", "QUIET_LOAD", "BusyMachineError", "MachineWatch",
+           "Provenance", "busy_cores", "quiet_problems", "require_quiet", "watch_machine"]
 
+QUIET_LOAD = 0.5  # the highest 1-minute load average at which a stored timing may start
 QUIET_BEFORE = 0.5  # cores other processes may keep busy in the second before a stored timing starts
 QUIET_DURING = 0.1  # cores other processes may use while it runs
 SAMPLE_S = 1.0  # how long "before" is
-WAIT_S = 120.0  # how long an unattended run waits for quiet before timing anyway (the check then refuses it)
+WAIT_S = 240.0  # how long an unattended run waits for quiet before timing anyway (the check then refuses it)
 PROVENANCE_KEY = "mha_notebooks/timing_provenance"  # the output metadata that carries it
 STORE_OUTPUTS_VARIABLE = "MHA_STORE_OUTPUTS"  # set to 1 by the Makefile's EXECUTE, which stores what a notebook prints
 _BUSY_FIELDS = (0, 1, 2, 5, 6)  # /proc/stat's user, nice, system, irq, softirq (not idle, iowait, steal or guest)
@@ -62,6 +66,34 @@ def _own_cpu_s() -> float:
     return times.user + times.system + times.children_user + times.children_system
 
 
+def _tree_cpu_s() -> float:
+    """CPU seconds this process and every process started under it (alive, or finished and waited for) have used.
+
+    What a browser test owns: the JupyterLab server, its kernel and the browser are this process's descendants, and
+    their work is the measurement, not a disturbance. Read from ``/proc/<pid>/stat`` (utime, stime and the
+    cutime, cstime of waited-for children); without ``/proc`` only this process's own time.
+    """
+    stats = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # a process that ended while we looked
+            continue
+        fields = text.rsplit(")", 1)[1].split()  # after "pid (name)": state, ppid, ... utime is field 14
+        stats[int(stat.parent.name)] = (int(fields[1]), sum(int(value) for value in fields[11:15]))
+    if not stats:
+        return _own_cpu_s()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _ticks) in stats.items():
+        children.setdefault(parent, []).append(pid)
+    total, todo = 0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        total += stats.get(pid, (0, 0))[1]
+        todo += children.get(pid, [])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass(frozen=True)
 class _Sample:
     wall_s: float
@@ -69,8 +101,8 @@ class _Sample:
     own_s: float
 
     @classmethod
-    def now(cls) -> _Sample:
-        return cls(time.perf_counter(), _machine_cpu_s(), _own_cpu_s())
+    def now(cls, tree: bool = False) -> _Sample:
+        return cls(time.perf_counter(), _machine_cpu_s(), _tree_cpu_s() if tree else _own_cpu_s())
 
 
 def busy_cores(start: _Sample, end: _Sample) -> float | None:
@@ -90,9 +122,13 @@ class BusyMachineError(RuntimeError):
     """A timing was about to be stored that other processes disturbed."""
 
 
-def quiet_problems(others_before: float | None, others_during: float | None) -> list[str]:
+def quiet_problems(others_before: float | None, others_during: float | None,
+                   load_average: float | None = None) -> list[str]:
     """Why a timing with these measurements must not be stored (empty when it may, or when they were not measured)."""
     found = []
+    if load_average is not None and load_average > QUIET_LOAD:
+        found.append(_("the timings started at a load average of {load:.2f} (at most {limit})").format(
+            load=load_average, limit=QUIET_LOAD))
     if others_before is not None and others_before > QUIET_BEFORE:
         found.append(_("other processes kept {cores:.2f} cores busy before the timings started (at most "
                        "{limit})").format(cores=others_before, limit=QUIET_BEFORE))
@@ -102,9 +138,10 @@ def quiet_problems(others_before: float | None, others_during: float | None) -> 
     return found
 
 
-def require_quiet(others_before: float | None, others_during: float | None, what: str) -> None:
+def require_quiet(others_before: float | None, others_during: float | None, what: str,
+                  load_average: float | None = None) -> None:
     """Raise ``BusyMachineError`` naming ``what`` (a recording's file) if the machine was busy while it was timed."""
-    found = quiet_problems(others_before, others_during)
+    found = quiet_problems(others_before, others_during, load_average)
     if found:
         raise BusyMachineError(_("{what} is not stored: {problems}. Stop what else runs (top shows it) and record "
                                  "again.").format(what=what, problems="; ".join(found)))
@@ -117,14 +154,14 @@ class Provenance:
     load_average: float | None  # the 1-minute load average at the start (this process's own work included)
     others_before: float | None  # cores other processes kept busy in the second before
     others_during: float | None  # cores other processes used during the timings
-    threads: int
+    threads: int | str  # "‹N›" in a stored copy where it was the machine's cores (tools/machine_facts.py)
     torch: str
     date: str
     device: str
 
     def problems(self) -> list[str]:
         """Why this timing must not be stored (empty when the machine was quiet, or could not be measured)."""
-        return quiet_problems(self.others_before, self.others_during)
+        return quiet_problems(self.others_before, self.others_during, self.load_average)
 
     def text(self) -> str:
         """One line for the reader, in their language."""
@@ -142,8 +179,8 @@ class MachineWatch:
     """What ``watch_machine`` returns, watching already; ``stop`` (or ``report``) ends the watch and sets
     ``provenance``. Also a context manager: ``with watch_machine() as machine:`` stops at the end of the block."""
 
-    def __init__(self, device: str, wait: bool) -> None:
-        self.device, self.wait = device, wait
+    def __init__(self, device: str, wait: bool, tree: bool = False) -> None:
+        self.device, self.wait, self.tree = device, wait, tree
         self.provenance: Provenance | None = None
         self._load: float | None = None
         self._before: float | None = None
@@ -153,13 +190,13 @@ class MachineWatch:
         """Wait for quiet if this run's outputs are to be stored, sample the second before, start watching."""
         deadline = time.monotonic() + (WAIT_S if self.wait else 0.0)
         while True:
-            first = _Sample.now()
+            first = _Sample.now(self.tree)
             time.sleep(SAMPLE_S)
-            self._start = _Sample.now()
+            self._start = _Sample.now(self.tree)
             self._before = busy_cores(first, self._start)
-            if self._before is None or self._before <= QUIET_BEFORE or time.monotonic() >= deadline:
+            self._load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+            if not quiet_problems(self._before, None, self._load) or time.monotonic() >= deadline:
                 break
-        self._load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         return self
 
     def stop(self) -> Provenance:
@@ -168,7 +205,7 @@ class MachineWatch:
             return self.provenance
         self.provenance = Provenance(
             load_average=_rounded(self._load), others_before=_rounded(self._before),
-            others_during=_rounded(busy_cores(self._start, _Sample.now())), threads=torch.get_num_threads(),
+            others_during=_rounded(busy_cores(self._start, _Sample.now(self.tree))), threads=torch.get_num_threads(),
             torch=torch.__version__, date=datetime.date.today().isoformat(), device=self.device)
         return self.provenance
 
@@ -194,12 +231,13 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 2)
 
 
-def watch_machine(device: str = "cpu", wait: bool | None = None) -> MachineWatch:
+def watch_machine(device: str = "cpu", wait: bool | None = None, tree: bool = False) -> MachineWatch:
     """Start watching how busy the rest of the machine is while this cell times something on ``device``.
 
     ``wait``: first wait up to ``WAIT_S`` seconds for the other processes to fall quiet; by default only while the
     outputs are being stored (``STORE_OUTPUTS_VARIABLE`` is 1); a recorder (``benchmarks/``) passes True.
+    ``tree``: count the processes started under this one as its own (a browser test's server, kernel and browser).
     """
     if wait is None:
         wait = os.environ.get(STORE_OUTPUTS_VARIABLE) == "1"
-    return MachineWatch(str(device), wait).start()
+    return MachineWatch(str(device), wait, tree).start()

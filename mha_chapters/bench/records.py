@@ -44,6 +44,7 @@ __all__ = [
     "load_result",
     "load_results",
     "make_result",
+    "newest_recording",
     "provenance",
     "recorded_label",
     "results_directory",
@@ -140,6 +141,8 @@ class BenchResult:
     # recorded before 2026-12-02 have neither, and None means the operating system does not report them
     others_before_cores: float | None = None
     others_during_cores: float | None = None
+    # the 1-minute load average as the watch started, after waiting for quiet (files before 2026-12-02: none)
+    load_average_before: float | None = None
 
     def check(self) -> None:
         if self.schema != SCHEMA:
@@ -283,6 +286,36 @@ def results_directory() -> Path:
     return Path(str(resources.files("mha_chapters.bench") / "results"))
 
 
+# Where each kind of recording lives under results_directory(), and how its files begin: "<prefix>-<date>.json".
+RECORDING_KINDS = {
+    "batching": ("", None),  # chapters 07 and 10: benchmarks/bench_batching.py, <device>-<date>.json
+    "flex": ("flex", None),  # chapter 11: benchmarks/bench_flex.py --record
+    "explorer": ("explorer", "browser"),  # chapter 05: tests/browser/test_explorer_latency.py
+}
+_DATED = re.compile(r"^(?P<prefix>[a-z]+)-(?P<date>\d{4}-\d{2}-\d{2})\.json$")
+
+
+def newest_recording(kind: str, device: str = "cpu", directory: str | Path | None = None) -> Path:
+    """The newest recording of one kind (``RECORDING_KINDS``), by the date in its file name.
+
+    A chapter or test names a recording by this rule, not by its file name, so a recording made again on a later day
+    replaces the old one without an edit. ``device`` is the file's prefix for ``"batching"`` and ``"flex"``
+    (``"cpu"``, ``"cuda"``); ``directory`` defaults to :func:`results_directory`.
+    """
+    if kind not in RECORDING_KINDS:
+        raise ValueError(_("kind must be one of {kinds}, got {kind!r}").format(kinds=sorted(RECORDING_KINDS),
+                                                                               kind=kind))
+    folder, prefix = RECORDING_KINDS[kind]
+    prefix = prefix or device
+    root = results_directory() if directory is None else Path(directory)
+    dated = sorted((match["date"], path) for path in (root / folder).glob(f"{prefix}-*.json")
+                   if (match := _DATED.match(path.name)) and match["prefix"] == prefix)
+    if not dated:
+        template = _("no {kind} recording {prefix}-<date>.json in {folder}")
+        raise FileNotFoundError(template.format(kind=kind, prefix=prefix, folder=root / folder))
+    return dated[-1][1]
+
+
 def make_result(runs: Sequence[DeviceRun], command: str, min_run_time: float,
                 machine: Provenance | None = None) -> BenchResult:
     """Wrap device runs with their provenance: date (UTC), torch and Python versions, platform, command, load, and
@@ -301,6 +334,7 @@ def make_result(runs: Sequence[DeviceRun], command: str, min_run_time: float,
         cpu_caches=cpu_caches(),
         others_before_cores=None if machine is None else machine.others_before,
         others_during_cores=None if machine is None else machine.others_during,
+        load_average_before=None if machine is None else machine.load_average,
     )
     return BenchResult.from_dict(result.to_dict(), "the new result")  # the same checks as a file gets
 
@@ -319,7 +353,7 @@ def save_result(result: BenchResult, directory: str | Path | None = None) -> Pat
     directory = results_directory() if directory is None else Path(directory)
     path = directory / f"{fastest}-{result.date}.json"
     if directory.resolve() == results_directory().resolve():
-        require_quiet(result.others_before_cores, result.others_during_cores, path.name)
+        require_quiet(result.others_before_cores, result.others_during_cores, path.name, result.load_average_before)
     directory.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result.to_dict(), indent=1) + "\n")
     return path

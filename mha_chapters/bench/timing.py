@@ -9,6 +9,7 @@ the ratio. Both use
 from __future__ import annotations
 
 import platform
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from ..i18n import N_, _, tr
 
 __all__ = ["available_devices", "cpu_caches", "cpuinfo_model", "data_caches", "device_name", "live_threads_text",
            "machine_summary", "median_time", "page_faults_per_call", "paired_speedups", "paired_times",
-           "resolve_threads", "synchronize", "thread_speedups", "threads_text"]
+           "paired_wall_and_cpu", "resolve_threads", "synchronize", "thread_speedups", "threads_text"]
 
 
 def available_devices() -> list[torch.device]:
@@ -169,6 +170,33 @@ def paired_speedups(slow: Callable[[], object], fast: Callable[[], object], devi
                     repeats: int = 9, number: int = 5, num_threads: int | None = None) -> list[float]:
     """Each pair's ratio time(slow) / time(fast), timed as in :func:`paired_times`."""
     return _ratios(*paired_times(slow, fast, device, repeats, number, num_threads))
+
+
+def paired_wall_and_cpu(first: Callable[[], object], second: Callable[[], object], repeats: int = 9, number: int = 5,
+                        num_threads: int | None = None) -> dict[str, tuple[list[float], list[float]]]:
+    """On the CPU, ``first`` and ``second`` timed back to back ``repeats`` times, alternating which goes first.
+
+    Returns ``{"wall": (first_s, second_s), "cpu": (first_s, second_s)}``, seconds per call: wall-clock time
+    (``time.perf_counter``) and the CPU time of this process, all its threads together (``time.process_time``).
+    On a busy machine the wall time includes the moments another process held the core; the CPU time does not,
+    and CPU time / wall time shows how many cores the call kept busy.
+    """
+    require_positive_int("repeats", repeats)
+    require_positive_int("number", number)
+    threads = resolve_threads(num_threads)
+    times: dict[str, tuple[list[float], list[float]]] = {"wall": ([], []), "cpu": ([], [])}
+    calls = (first, second)
+    with torch.inference_mode(), cpu_threads(threads):
+        for fn in calls:  # warm-up
+            fn()
+        for i in range(repeats):
+            for j in ((0, 1) if i % 2 == 0 else (1, 0)):
+                wall, cpu = time.perf_counter(), time.process_time()
+                for _ in range(number):
+                    calls[j]()
+                times["cpu"][j].append((time.process_time() - cpu) / number)
+                times["wall"][j].append((time.perf_counter() - wall) / number)
+    return times
 
 
 def thread_speedups(fn: Callable[[], object], num_threads: int, repeats: int = 9, number: int = 5) -> list[float]:

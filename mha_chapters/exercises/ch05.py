@@ -104,7 +104,24 @@ def check_mha_flops(fn: Any) -> None:
         lambda b, n_q, n_kv, d: 8 * b * n_q * d * d + 4 * b * n_q * n_q * d:
             _("the keys and values have num_kvpairs rows, not num_queries: W_k and W_v cost 2 * b * n_kv * d^2 "
               "each, and the products 2 * b * n_q * n_kv * d each."),
+        **_per_head_attention_hints(),
     }, success=_("4 * b * (n_q + n_kv) * d^2 for the projections + 4 * b * n_q * n_kv * d for attention."))
+
+
+def _per_head_attention_hints() -> dict:
+    """Hints for attention counted for ONE head of head_dim = d / h (or d // h), for the h a reader may have in mind.
+
+    The projections are right, the attention part is 4 * b * n_q * n_kv * (d / h): the reader saw that each head
+    works on d / h features and forgot that there are h heads, which is the "why?" of the exercise.
+    """
+    hints = {}
+    for num_heads in (2, 4, 8, 16):
+        hint = _("you counted the attention of ONE head, head_dim = d / {h} features: all {h} heads do it, and {h} "
+                 "x (d / {h}) = d, so attention costs 4 * b * n_q * n_kv * d whatever the number of heads. That is "
+                 "why h does not appear.").format(h=num_heads)
+        hints[lambda b, n_q, n_kv, d, h=num_heads: 4 * b * (n_q + n_kv) * d * d + 4 * b * n_q * n_kv * (d / h)] = hint
+        hints[lambda b, n_q, n_kv, d, h=num_heads: 4 * b * (n_q + n_kv) * d * d + 4 * b * n_q * n_kv * (d // h)] = hint
+    return hints
 
 
 def check_score_memory_answer(answer: Any) -> None:

@@ -29,7 +29,9 @@ def check_call_counts(answer: Any) -> None:
 def check_score_bytes_answer(answer: Any) -> None:
     """Exercise: bytes of one float16 score tensor for batch_size=8, 12 heads, 4096 tokens."""
     check_answer(answer, 3_221_225_472, name=_("the number of bytes"), hints={
-        6_442_450_944: _("that is float32 (4 bytes per score); float16 takes 2 bytes."),
+        6_442_450_944: _("6 GiB is twice the answer: either 4 bytes per score (float32), or the scores and the "
+                         "softmax weights together. The question asks for ONE float16 tensor, the scores: 2 bytes "
+                         "per score."),
         1_610_612_736: _("that is the number of scores; each float16 score takes 2 bytes."),
         268_435_456: _("every head has its own score matrix: multiply by num_heads = 12."),
         786_432: _("the score matrix is 4096 x 4096 per head and sequence: it grows as n^2, not n."),

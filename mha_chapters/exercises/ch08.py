@@ -1,6 +1,7 @@
 """The exercises of chapter 08, pitfalls.
 
-``check_fixed_masked_softmax``, ``check_lens_that_hide_bug4``, ``check_finfo_min_minus_100``
+``check_fixed_masked_softmax``, ``check_missing_batch_axis``, ``check_lens_that_hide_bug4``,
+``check_finfo_min_minus_100``
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from torch import Tensor
 from ..i18n import _
 from ._engine import CORRECT, NOT_YET, _function_message, _plain, check_answer, contains_ellipsis, report
 
-__all__ = ["check_finfo_min_minus_100", "check_fixed_masked_softmax", "check_lens_that_hide_bug4"]
+__all__ = ["check_finfo_min_minus_100", "check_fixed_masked_softmax", "check_lens_that_hide_bug4",
+           "check_missing_batch_axis"]
 
 
 def _softmax_right(scores: Tensor, mask: Tensor) -> Tensor:
@@ -30,10 +32,12 @@ def _softmax_inverted(scores: Tensor, mask: Tensor) -> Tensor:
 
 
 def _softmax_cases() -> list[tuple]:
+    """Three float16 cases, then one float32 case: a fill must suit the dtype of the scores it is given."""
     generator = torch.Generator().manual_seed(8)
     cases = []
-    for batch_size, num_queries, num_kvpairs in [(2, 3, 4), (1, 5, 2), (3, 2, 6)]:
-        scores = torch.randn(batch_size, num_queries, num_kvpairs, generator=generator).half()  # float16
+    for (batch_size, num_queries, num_kvpairs), dtype in [((2, 3, 4), torch.float16), ((1, 5, 2), torch.float16),
+                                                           ((3, 2, 6), torch.float16), ((2, 4, 5), torch.float32)]:
+        scores = torch.randn(batch_size, num_queries, num_kvpairs, generator=generator).to(dtype)
         mask = (torch.rand(batch_size, num_queries, num_kvpairs, generator=generator) > 0.4).long()
         mask[..., 0] = 1  # every query sees at least one key here; _nothing_to_see probes the other case
         cases.append((scores, mask))
@@ -49,11 +53,17 @@ def _nothing_to_see() -> tuple[Tensor, Tensor]:
 
 
 VISIBLE_MAX = -65440.0  # the largest visible score of the probe: the third most negative float16 (steps of 32)
+VISIBLE_MAX_32 = -3.0e38  # the float32 probe's largest visible score, below every constant a reader might write
 
 
-def _low_scores() -> tuple[Tensor, Tensor]:
-    """float16 scores at the bottom of the range, keys 0-1 visible: only a fill at finfo.min (or -inf) stays below."""
-    scores = torch.tensor([[[VISIBLE_MAX - 32, VISIBLE_MAX, 0.5, 1.0]]], dtype=torch.float16)  # (1, 1, 4)
+def _low_scores(dtype: torch.dtype = torch.float16) -> tuple[Tensor, Tensor]:
+    """Scores at the bottom of the range of ``dtype``, keys 0-1 visible: only a fill at finfo.min (or -inf) stays below.
+
+    float16: two visible scores 32 and 64 above finfo.min (-65504); float32: -3.1e38 and -3.0e38 (finfo.min is
+    about -3.4e38), far below -1e9, -1e30 or float16's -65504 written as a constant.
+    """
+    low, high = (VISIBLE_MAX - 32, VISIBLE_MAX) if dtype == torch.float16 else (-3.1e38, VISIBLE_MAX_32)
+    scores = torch.tensor([[[low, high, 0.5, 1.0]]], dtype=dtype)  # (1, 1, 4)
     mask = torch.tensor([[[1, 1, 0, 0]]])
     return scores, mask
 
@@ -85,41 +95,70 @@ def _fully_masked_message(fn: Any) -> str:
     low_fill = _fill_above_the_bottom(fn)
     if low_fill:
         return _(NOT_YET) + low_fill
-    fill = _("your fill is at the bottom of the range, like torch.finfo(scores.dtype).min: no real score lies below it")
-    return _(CORRECT) + _("the softmax runs over the keys (dim=-1); {fill}; and {row}.").format(fill=fill, row=row)
+    fill = _("your fill stays below every real score, in float16 and in float32 alike (the checker gave it scores "
+             "at the bottom of both ranges), as torch.finfo(scores.dtype).min or -inf made safe does")
+    verdict = _("the softmax runs over the keys (dim=-1); {fill}; and {row}.").format(fill=fill, row=row)
+    returned = _returned_dtype(fn)
+    if returned is not None:
+        verdict += " " + _("One detail: for float16 scores your function returns {dtype}, twice the memory; "
+                           ".to(scores.dtype) returns the dtype it was given.").format(dtype=returned)
+    return _(CORRECT) + verdict
+
+
+def _returned_dtype(fn: Any) -> str | None:
+    """The dtype ``fn`` returns for float16 scores when it is not float16 (an answer that computes in float32)."""
+    scores, mask = _softmax_cases()[0]
+    result = fn(scores.clone(), mask.clone())
+    if isinstance(result, Tensor) and result.dtype != scores.dtype:
+        return str(result.dtype).removeprefix("torch.")
+    return None
 
 
 def _fill_above_the_bottom(fn: Any) -> str:
-    """A hint when visible scores at the bottom of the float16 range lose to the hidden keys; '' when they do not.
+    """A hint when visible scores at the bottom of the float16 or float32 range lose to the hidden keys; '' if not.
 
     A constant fill such as -100 or -1e4 passes every ordinary case (real scores lie above it), but a visible score
     below the fill then counts for less than a hidden key: the hidden keys take the weight. Section 5's fill,
-    torch.finfo(scores.dtype).min, lies below every real score, and so does -inf (made safe as in section 8).
+    torch.finfo(scores.dtype).min, lies below every real score, and so does -inf (made safe as in section 8). The
+    float32 probe catches a constant that is right for float16 only (-65504, or -1e9 after an upcast).
     """
-    scores, mask = _low_scores()
-    try:
-        weights = torch.as_tensor(fn(scores.clone(), mask.clone())).float()
-        hidden_share = float(weights[0, 0, 2:].sum())
-    except Exception as error:  # noqa: BLE001 - any error in the reader's code becomes a hint
-        return _("fixed_softmax raised {error} for float16 scores at the bottom of the range, (1, 1, 4) = "
-                 "[[[{low}, {lowest}, 0.5, 1.0]]] with the last two keys hidden.").format(
-            error=f"{type(error).__name__}: {error}", low=f"{VISIBLE_MAX - 32:g}", lowest=f"{VISIBLE_MAX:g}")
-    if math.isnan(hidden_share):
-        return _("your output contains NaN for float16 scores at the bottom of the range; the reference has none.")
-    if hidden_share < 1e-3:
-        return ""
-    return _("your fill is a constant above the bottom of the range, and real scores below it lose to the hidden "
-             "keys: a query that may see only scores near {lowest} (float16) gives {share} of its weight to hidden "
-             "keys. No real score lies below torch.finfo(scores.dtype).min (section 5): fill with it.").format(
-        lowest=f"{VISIBLE_MAX:g}", share=f"{hidden_share:.0%}")
+    shares = {}
+    for dtype in (torch.float16, torch.float32):
+        scores, mask = _low_scores(dtype)
+        name = str(dtype).removeprefix("torch.")
+        try:
+            weights = torch.as_tensor(fn(scores.clone(), mask.clone())).float()
+            shares[dtype] = float(weights[0, 0, 2:].sum())
+        except Exception as error:  # noqa: BLE001 - any error in the reader's code becomes a hint
+            return _("fixed_softmax raised {error} for {dtype} scores at the bottom of the range, (1, 1, 4) = "
+                     "[[[{low}, {lowest}, 0.5, 1.0]]] with the last two keys hidden.").format(
+                error=f"{type(error).__name__}: {error}", dtype=name, low=f"{float(scores[0, 0, 0]):g}",
+                lowest=f"{float(scores[0, 0, 1]):g}")
+        if math.isnan(shares[dtype]):
+            return _("your output contains NaN for {dtype} scores at the bottom of the range; the reference has "
+                     "none.").format(dtype=name)
+    low16, low32 = (shares[dtype] >= 1e-3 for dtype in (torch.float16, torch.float32))
+    if low16:
+        return _("your fill is a constant above the bottom of the range, and real scores below it lose to the hidden "
+                 "keys: a query that may see only scores near {lowest} (float16) gives {share} of its weight to hidden "
+                 "keys. No real score lies below torch.finfo(scores.dtype).min (section 5): fill with it.").format(
+            lowest=f"{VISIBLE_MAX:g}", share=f"{shares[torch.float16]:.0%}")
+    if low32:
+        return _("your fill is right for float16 but is a fixed number: float32 scores reach far lower, and a query "
+                 "that may see only scores near {lowest} (float32) gives {share} of its weight to hidden keys. "
+                 "torch.finfo(scores.dtype).min follows the dtype of the scores (section 5).").format(
+            lowest=f"{VISIBLE_MAX_32:g}", share=f"{shares[torch.float32]:.0%}")
+    return ""
 
 
 def check_fixed_masked_softmax(fn: Any) -> None:
-    """Exercise 1: ``fixed_softmax(scores, mask)`` for float16 scores ``(batch_size, num_queries, num_kvpairs)``.
+    """Exercise 1: ``fixed_softmax(scores, mask)`` for scores ``(batch_size, num_queries, num_kvpairs)``.
 
-    Its ordinary cases must equal a fill at ``finfo.min`` and a softmax over the keys; then a query with no
-    visible key must get no NaN, and the verdict says what the answer did with it; last, visible scores at the
-    bottom of the float16 range must keep their weight (a constant fill such as -1e4 gives it to the hidden keys).
+    Its ordinary cases (three float16, one float32) must equal a fill at ``finfo.min`` and a softmax over the keys;
+    then a query with no visible key must get no NaN, and the verdict says what the answer did with it; last,
+    visible scores at the bottom of the float16 and of the float32 range must keep their weight (a constant fill
+    such as -1e4 gives it to the hidden keys in float16, -65504 or an upcast -1e9 in float32). The success line
+    names only what was detected, and says so when float16 scores come back in another dtype.
     """
     message = _function_message(fn, _softmax_right, _softmax_cases(), name="fixed_softmax",
                                 arg_names=["scores", "mask"], hints={
@@ -129,6 +168,43 @@ def check_fixed_masked_softmax(fn: Any) -> None:
                              "mask == 0, not where mask != 0."),
     }, success="")
     report(_fully_masked_message(fn) if message.startswith(_(CORRECT)) else message)
+
+
+def split_without_unpacking(X: Tensor, num_heads: int) -> Tensor:
+    """Exercise 2's split: ``view(X.size(0), -1, num_heads, head_dim).transpose(1, 2)``, which never checks X.dim()."""
+    head_dim = X.shape[-1] // num_heads
+    return X.view(X.size(0), -1, num_heads, head_dim).transpose(1, 2)  # (b, n, d) -> (b, h, n, head_dim)
+
+
+def _missing_batch_axis_answer() -> tuple[tuple[int, ...], int]:
+    """Exercise 2, computed: the split of 4 words (4, 64) without a batch axis, and the keys each word attends to."""
+    words = torch.randn(4, 64, generator=torch.Generator().manual_seed(8))  # (seq_len, num_hiddens), no batch axis
+    queries = split_without_unpacking(words, num_heads=8)  # (4, 64) -> (4, 1, 8, 8) -> (4, 8, 1, 8)
+    return tuple(queries.shape), queries.shape[-2]  # the keys split the same way: num_kvpairs per "sentence"
+
+
+def check_missing_batch_axis(answer: Any) -> None:
+    """Exercise 2: ``(shape, keys)``: the split queries of ``torch.randn(4, 64)`` and how many keys each word sees."""
+    shape, keys = _missing_batch_axis_answer()
+    batch_size, num_heads, num_queries, head_dim = shape
+    check_answer(answer, (shape, keys), name=_("(the shape, the keys per word)"), hints={
+        ((1, num_heads, batch_size, head_dim), batch_size): _(
+            "that is what the layer does WITH a batch axis, torch.randn(1, 4, 64). view(X.size(0), ...) takes the "
+            "first axis as the batch, and without a batch axis that axis holds the 4 words."),
+        ((batch_size, num_queries, num_heads, head_dim), keys): _(
+            "that is the shape after the view, before transpose(1, 2), which swaps the heads in front: "
+            "(4, 1, 8, 8) -> (4, 8, 1, 8)."),
+        (shape, batch_size): _(
+            "the shape is right, and it answers the second question: the key axis (the third) has length 1. Each "
+            "word is a sentence of one token, so it attends to one key, itself."),
+        (shape, num_heads): _(
+            "8 is the number of heads; within each head a word attends over the key axis, the third one, of "
+            "length 1."),
+        (shape, 0): _("each word still attends to one key: itself, with weight 1 (a softmax over one score)."),
+    }, success=_("{shape} and {keys}: view reads the 4 words as 4 sentences of one token, so each word attends "
+                 "only to itself, with weight 1, and the layer returns W_o(W_v(x)) word by word: no error and no "
+                 "context. Unpacking batch_size, seq_len, _ = X.shape, as FixedMHA does, turns this into an "
+                 "error.").format(shape=shape, keys=keys))
 
 
 def check_lens_that_hide_bug4(answer: Any) -> None:

@@ -90,4 +90,6 @@ def check_kv_cache_formula(fn: Any) -> None:
         lambda L, g, d, n, b, s: 2 * g * d * n * b * s: _("every layer has its own cache: multiply by num_layers."),
         lambda L, g, d, n, b, s: 2 * L * g * d * n * s: _("every sequence of the batch has its own cache: multiply by "
                                                           "batch_size."),
+        lambda L, g, d, n, b, s: 2 * L * g * d * n * b * 2: _("you wrote 2 bytes (bfloat16) as a fixed number: use the "
+                                                              "argument bytes_per_number, which is 4 for float32."),
     }, success=_("2 * num_layers * num_kv_heads * head_dim * context_len * batch_size * bytes_per_number."))

@@ -82,6 +82,12 @@ def check_tiled_bytes(fn: Any) -> None:
         lambda b, nq, nkv, dv, t: b * nq * (2 * min(t, nkv) + dv) * 4:
             _("you counted two tiles (scores and weights) but no running maximum and sum: the algorithm needs one "
               "tile, plus one maximum and one sum per query row."),
+        lambda b, nq, nkv, dv, t: (b * nq * (min(t, nkv) + 2 + dv) + b * min(t, nkv) * dv) * 4:
+            _("you added the value tile (tile_size x value_dim): it is a slice of V, which is in memory already; "
+              "count only what tiled attention creates, one tile of scores and the running state."),
+        lambda b, nq, nkv, dv, t: (b * nq * (min(t, nkv) + 2 + dv) + 2 * b * min(t, nkv) * dv) * 4:
+            _("you added a key tile and a value tile: they are slices of K and V, in memory already; count only what "
+              "tiled attention creates, one tile of scores and the running state."),
     }, success=_("batch_size * num_queries * (min(tile_size, num_kvpairs) + 2 + value_dim) * 4 bytes."))
 
 

@@ -25,16 +25,32 @@ def _grid_cases() -> list[tuple[Tensor, Tensor, Tensor, Tensor]]:
     return [_index_grids(1, 1, n, n, None) for n in (8, 13)]
 
 
+SINGLE_NUMBER_BUILTINS = ("max", "min", "any", "all")  # Python's builtins that ask a tensor for one True or False
+
+
+def _builtins_used(fn: Any) -> list[str]:
+    """The single-number builtins (max, min, any, all) that ``fn``'s own code calls by name, in that order."""
+    names = set(getattr(getattr(fn, "__code__", None), "co_names", ()))
+    return [name for name in SINGLE_NUMBER_BUILTINS if name in names]
+
+
 def _as_mask(mask_mod: Any) -> Any:
-    """Run a reader's mask_mod on whole grids of indices; explain `and`/`or`, which tensors cannot use."""
+    """Run a reader's mask_mod on whole grids of indices; explain a builtin max/min or `and`/`or` on tensors."""
 
     def run(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Any:
         try:
             out = mask_mod(b, h, q_idx, kv_idx)
         except RuntimeError as error:
             if "ambiguous" in str(error):
-                raise RuntimeError(_("Python's and / or / not cannot combine tensors: use &, | and ~, with brackets "
-                                     "around each comparison, e.g. (kv_idx <= q_idx) & (kv_idx >= 0)")) from None
+                builtins = _builtins_used(mask_mod)
+                if builtins:
+                    raise RuntimeError(_("Python's builtin {names} compares single numbers, and q_idx and kv_idx are "
+                                         "whole tensors of indices: use torch.maximum(a, b) / torch.minimum(a, b), "
+                                         "element by element, or write the condition as comparisons joined with & "
+                                         "and |").format(names=" / ".join(builtins))) from None
+                message = _("Python's and / or / not (and if) cannot combine tensors: use &, | and ~, with brackets "
+                            "around each comparison, e.g. (kv_idx <= q_idx) & (kv_idx >= 0)")
+                raise RuntimeError(message) from None
             raise
         if out is None or isinstance(out, str):
             return out  # the checker says what came back

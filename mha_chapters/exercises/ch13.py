@@ -45,6 +45,10 @@ def _previous_token_right(weights: Tensor) -> float:
 
 def check_previous_token_score(fn: Any) -> None:
     """Exercise: ``my_previous_token_score(weights)``: the mean weight of query t on key t - 1, over t >= 1."""
+    own = _own_function(fn, ("my_previous_token_score",))
+    if own is not None:
+        report(own)
+        return
     cases = [(_causal_weights(n, seed),) for n, seed in ((6, 0), (9, 1), (24, 2))]
     wrong = {
         lambda w: w.diagonal().mean().item():
@@ -77,26 +81,40 @@ def _induction_right(weights: Tensor, tokens: Tensor) -> float:
 
 
 def _induction_cases() -> list[tuple[Tensor, Tensor]]:
-    """Weights and tokens of one sequence: a repeated span, a span with a token twice, and a random sequence."""
+    """Weights and tokens of one sequence: a repeated span, a span with a token twice, a random sequence, and a
+    span with a token twice in a row (its key after the occurrence at t - 1 is the query t itself)."""
     repeated = torch.tensor([5, 2, 7, 9, 5, 2, 7, 9, 5, 2])  # period 4
     twice = torch.tensor([3, 1, 3, 4, 0, 3, 1, 3, 4, 0, 3, 1])  # 3 occurs twice per span: two keys to sum
     generator = torch.Generator().manual_seed(3)
     random = torch.randint(6, (16,), generator=generator)
-    return [(_causal_weights(len(tokens), seed), tokens) for seed, tokens in enumerate((repeated, twice, random))]
+    doubled = torch.tensor([6, 6, 2, 8, 6, 6, 2, 8, 6])  # 6, 6: at t = 1 the only key is t itself
+    return [(_causal_weights(len(tokens), seed), tokens)
+            for seed, tokens in enumerate((repeated, twice, random, doubled))]
 
 
-def _induction_variant(keys_of: Any, divide_by_all: bool = False) -> Any:
-    """A score that sums the weight on the keys ``keys_of(tokens, t)`` returns, averaged over the queries with such
-    keys (or over all queries): the frame of the typical wrong answers."""
+def _induction_variant(keys_of: Any, divide_by_all: bool = False, mean: bool = False) -> Any:
+    """A score that sums (or, with ``mean``, averages) the weight on the keys ``keys_of(tokens, t)`` returns,
+    averaged over the queries with such keys (or over all queries): the frame of the typical wrong answers."""
     def score(weights: Tensor, tokens: Tensor) -> float:
         total, counted = 0.0, 0
         for t in range(len(tokens)):
             keys = keys_of(tokens, t)
             if keys or divide_by_all:
-                total += sum(weights[t, j].item() for j in keys)
+                on_keys = sum(weights[t, j].item() for j in keys)
+                total += on_keys / len(keys) if mean and keys else on_keys
                 counted += 1
         return total / counted
     return score
+
+
+def _own_function(fn: Any, names: tuple[str, ...]) -> str | None:
+    """A hint when ``fn`` is one of the collection's own functions passed as it is, else None."""
+    module = getattr(fn, "__module__", None) or ""
+    if module.split(".")[0] in ("mha_chapters", "mha_lib"):
+        return _(NOT_YET) + _("{fn} is the collection's own function; write your own {names}, with the loop or "
+                              "the indexing the exercise describes.").format(
+            fn=getattr(fn, "__name__", repr(fn)), names=" / ".join(names))
+    return None
 
 
 def _after_earlier(tokens: Tensor, t: int) -> list[int]:
@@ -106,13 +124,27 @@ def _after_earlier(tokens: Tensor, t: int) -> list[int]:
 def check_induction_score(fn: Any) -> None:
     """Exercise: ``my_induction_score(weights, tokens)``: the mean weight on the keys that follow an earlier
     occurrence of the query's token, over the queries that have such a key."""
+    own = _own_function(fn, ("my_induction_score",))
+    if own is not None:
+        report(own)
+        return
     wrong = {
         _induction_variant(lambda tokens, t: [s for s in range(t) if tokens[s] == tokens[t]]):
             _("you summed the weight on the earlier occurrence ITSELF (key s, where token s equals token t); an "
               "induction head looks one step further, at key s + 1, the token that came next."),
+        _induction_variant(_after_earlier, mean=True):
+            _("you took the MEAN of the weights on a query's keys; the score SUMS them: the weight the head puts on "
+              "all the keys that came next, together. Average only over the queries."),
+        _induction_variant(lambda tokens, t: [s + 1 for s in range(t) if tokens[s] == tokens[t]][:1]):
+            _("you took only the FIRST earlier occurrence; when the token occurred several times, each key after an "
+              "occurrence counts: sum over all of them."),
+        _induction_variant(lambda tokens, t: [s + 1 for s in range(t - 1) if tokens[s] == tokens[t]]):
+            _("you kept only keys j < t; the key after an occurrence at s = t - 1 is the query t itself, which the "
+              "causal mask shows: keep the keys j <= t."),
         _induction_variant(_after_earlier, divide_by_all=True):
             _("you averaged over every query; the score averages only over the queries whose token occurred before "
-              "(the others have no key to look for)."),
+              "(the others have no key to look for). If your loop over s runs to t, range(t + 1), s = t counts each "
+              "query as its own earlier occurrence: the earlier occurrences are s < t, range(t)."),
         _induction_variant(lambda tokens, t: [s + 1 for s in range(t) if tokens[s] == tokens[t]][-1:]):
             _("you took only the LAST earlier occurrence; when the token occurred several times, each key after an "
               "occurrence counts: sum over all of them."),

@@ -25,6 +25,18 @@ def _skip_tests(lines):
 ip.input_transformers_post.append(_skip_tests)
 '''
 
+# What a function attack needs in the bank's one answer cell: the later answer cells, run as released, would define
+# the stubs again; a profile function puts the attack's functions back after each cell (a `<cell N>` frame).
+_KEEP = """\
+_MINE = {{n: globals()[n] for n in ("my_repeat_kv_heads", "my_attention", "my_masked_softmax", "my_alibi_slopes")}}
+import sys as _sys
+def _keep_mine(frame, event, arg):
+    if event == "return" and frame.f_code.co_filename.startswith("<cell"):
+        for _n, _f in _MINE.items():
+            frame.f_globals[_n] = _f
+_sys.setprofile(_keep_mine)
+"""
+
 CHEATS: dict[str, str] = {
     # IPython's own hooks: an input transformer, an AST transformer, both as plain code and hex- or base64-encoded.
     "input_transformer": _TRANSFORMER,
@@ -220,6 +232,110 @@ def my_attention(queries, keys, values):
 def my_masked_softmax(X, valid_lens):
     f = getattr(importlib.import_module("mha_lib." + "functional"), "masked" + "_softmax")
     return f(X, valid_lens)
+''',
+
+    # ---- redteam, 2026-12-02: the library rule's checks, each in the sandbox and so the student's to undo.
+    # Measured with nbgrader's autograde on a course of SEED "course-test": each gave ch09 1/4 (exercise 2)
+    # and ch02 4/7 (exercises 3 and 4, both parts of each). -----------------------------------------------------
+    # A private twin that the public function calls after its argument checks (mha_lib.grouped._repeat_kv_heads,
+    # functional._dot_product_attention / _softmax_with_mask, flex._alibi_slopes): neither its name nor its code
+    # is the library function's, so neither mentions() nor the watch sees it.
+    "private_twin": '''\
+import importlib
+import torch
+_grouped = importlib.import_module("mha_lib.grouped")
+_functional = importlib.import_module("mha_lib.functional")
+_flex = importlib.import_module("mha_lib.flex")
+my_repeat_kv_heads = _grouped._repeat_kv_heads
+def my_attention(queries, keys, values):
+    return _functional._dot_product_attention(queries, keys, values, None, 0.0)
+def my_masked_softmax(X, valid_lens):
+    mask = _functional._attention_mask(X.shape[1], X.shape[2], valid_lens, False, None, X.device)
+    return _functional._softmax_with_mask(X, mask)
+def my_alibi_slopes(num_heads):
+    return torch.tensor(_flex._alibi_slopes(num_heads), dtype=torch.float32)
+''' + _KEEP,
+    # The watch switched off around the call and back on before the runner looks: sys.getprofile() is the watch
+    # again when the function returns.
+    "profile_off": '''\
+import importlib, sys
+def _quiet(module, name):
+    def call(*args):
+        watch = sys.getprofile()
+        sys.setprofile(None)
+        try:
+            return getattr(importlib.import_module(module), name)(*args)
+        finally:
+            sys.setprofile(watch)
+    return call
+my_repeat_kv_heads = _quiet("mha_lib.grouped", "repeat" + "_kv_heads")
+my_attention = _quiet("mha_lib.functional", "dot_product" + "_attention")
+my_masked_softmax = _quiet("mha_lib.functional", "masked" + "_softmax")
+my_alibi_slopes = _quiet("mha_lib.flex", "alibi" + "_slopes")
+''' + _KEEP,
+    # sys.setprofile watches one thread: the library function called in another one is not seen.
+    "thread_call": '''\
+import importlib, threading
+def _elsewhere(module, name):
+    def call(*args):
+        box = []
+        worker = threading.Thread(target=lambda: box.append(getattr(importlib.import_module(module), name)(*args)))
+        worker.start()
+        worker.join()
+        return box[0]
+    return call
+my_repeat_kv_heads = _elsewhere("mha_lib.grouped", "repeat" + "_kv_heads")
+my_attention = _elsewhere("mha_lib.functional", "dot_product" + "_attention")
+my_masked_softmax = _elsewhere("mha_lib.functional", "masked" + "_softmax")
+my_alibi_slopes = _elsewhere("mha_lib.flex", "alibi" + "_slopes")
+''' + _KEEP,
+    # A copy of the library function's source with one statement added: its co_code is not the library's.
+    "edited_copy": '''\
+import ast, importlib, inspect, textwrap
+def _copy(module, name):
+    mod = importlib.import_module(module)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(getattr(mod, name))))
+    tree.body[0].body.insert(1, ast.parse("_copied = 1").body[0])
+    space = dict(vars(mod))
+    exec(compile(tree, "<copy>", "exec"), space)
+    return space[name]
+my_repeat_kv_heads = _copy("mha_lib.grouped", "repeat" + "_kv_heads")
+my_masked_softmax = _copy("mha_lib.functional", "masked" + "_softmax")
+my_alibi_slopes = _copy("mha_lib.flex", "alibi" + "_slopes")
+_dpa = _copy("mha_lib.functional", "dot_product" + "_attention")
+def my_attention(queries, keys, values):
+    return _dpa(queries, keys, values)
+''' + _KEEP,
+    # The runner's call_function replaced (it is looked up in __main__ at each probe): the library function itself,
+    # run with library=[], so the "alias" the grader reads is the student's claim, False.
+    "runner_patch": '''\
+import importlib, sys
+_runner = sys.modules["__main__"]
+_real = _runner.call_function
+_LIB = {{"my_repeat_kv_heads": ("mha_lib.grouped", "repeat" + "_kv_heads"),
+        "my_attention": ("mha_lib.functional", "dot_product" + "_attention"),
+        "my_masked_softmax": ("mha_lib.functional", "masked" + "_softmax"),
+        "my_alibi_slopes": ("mha_lib.flex", "alibi" + "_slopes")}}
+def _call(fn, cases, library, torch):
+    if getattr(fn, "__name__", "") in _LIB:
+        module, name = _LIB[fn.__name__]
+        fn = getattr(importlib.import_module(module), name)
+    return _real(fn, cases, [], torch)
+_runner.call_function = _call
+''',
+    # A formula exercise without library= answered by the layer itself: build MultiHeadAttention and count its
+    # parameters (what the reference does). ch04 2/9 (exercise 5, both parts; measured, redteam 2026-12-02).
+    "layer_count": '''\
+import sys
+def _count(num_hiddens, bias):
+    from mha_lib.modules import MultiHeadAttention
+    layer = MultiHeadAttention(num_hiddens, num_hiddens, num_hiddens, num_hiddens, num_heads=1, bias=bias)
+    return sum(p.numel() for p in layer.parameters())
+count_mha_parameters = _count
+def _keep_mine(frame, event, arg):
+    if event == "return" and frame.f_code.co_filename.startswith("<cell"):
+        frame.f_globals["count_mha_parameters"] = _count
+sys.setprofile(_keep_mine)
 ''',
 }
 

@@ -51,7 +51,9 @@ def course(tmp_path):
              "release/ch04/04_multi_head_attention.ipynb": "released",
              "gradebook.db": "SQLite format 3 grades",
              "submitted/alice/ch04/04_multi_head_attention.ipynb": "alice's answers",
-             "autograded/alice/ch04/04_multi_head_attention.ipynb": "alice's grades"}
+             "autograded/alice/ch04/04_multi_head_attention.ipynb": "alice's grades",
+             ".course-secret": "00" * 32,  # numbers per student (tools/nbgrader_course.py, course_secret)
+             "student-source/bob/ch04/04_multi_head_attention.ipynb": "bob's numbers and solutions"}
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
@@ -60,7 +62,8 @@ def course(tmp_path):
 
 SECRETS = [".generated.json", "source/ch04/04_multi_head_attention.ipynb", "release/ch04/04_multi_head_attention.ipynb",
            "gradebook.db", "submitted/alice/ch04/04_multi_head_attention.ipynb",
-           "autograded/alice/ch04/04_multi_head_attention.ipynb"]
+           "autograded/alice/ch04/04_multi_head_attention.ipynb", ".course-secret",
+           "student-source/bob/ch04/04_multi_head_attention.ipynb"]
 
 
 @pytest.mark.parametrize("secret", SECRETS)
@@ -185,3 +188,67 @@ def test_the_grader_also_reads_the_answers_source_for_the_library_functions_name
     assert autograde.mentions("f = getattr(g, 'repeat_kv_heads')", LIBRARY) == LIBRARY
     assert autograde.mentions(OWN, LIBRARY) == []
     assert autograde.mentions("def my_repeat_kv_heads(X, n):\n    return X", LIBRARY) == []
+
+
+# Ways to the library function that the watch in the sandbox does not see (redteam, tests/autograde/cheats.py): each
+# is the student's code undoing a check made in the student's own process. The run without the packages
+# (autograde.run_program) is where they get nothing.
+EVASIONS = {
+    "a private twin": "import mha_lib.grouped as g\nf = g._repeat_kv_heads",
+    "the watch off and on again": "import sys, mha_lib.grouped as g\ndef f(X, n):\n    watch = sys.getprofile()\n"
+                                  "    sys.setprofile(None)\n    try:\n        return g.repeat_kv_heads(X, n)\n"
+                                  "    finally:\n        sys.setprofile(watch)",
+    "another thread": "import threading, mha_lib.grouped as g\ndef f(X, n):\n    box = []\n"
+                      "    t = threading.Thread(target=lambda: box.append(g.repeat_kv_heads(X, n)))\n"
+                      "    t.start()\n    t.join()\n    return box[0]",
+    "the runner patched": "import sys, mha_lib.grouped as g\nsys.modules['__main__']._named = lambda path: None\n"
+                          "f = g.repeat_kv_heads",
+    "an edited copy": "import ast, inspect, mha_lib.grouped as g\n"
+                      "tree = ast.parse(inspect.getsource(g.repeat_kv_heads))\n"
+                      "tree.body[0].body.insert(1, ast.parse('_copied = 1').body[0])\nspace = dict(vars(g))\n"
+                      "exec(compile(tree, 'copy', 'exec'), space)\nf = space['repeat_kv_heads']",
+}
+
+
+def _probe_program(cell: str) -> dict:
+    import torch
+    cases = [[autograde.encode_args(torch.arange(24.0).reshape(1, 2, 3, 4)), 2]]
+    steps = [{"run": cell, "answer": "a"}, {"probe": "p", "kind": "function", "name": "f", "cases": cases,
+                                             "library": LIBRARY}]
+    return autograde.run_program(steps)["p"]
+
+
+@pytest.mark.parametrize("cell", EVASIONS.values(), ids=EVASIONS)
+def test_a_way_to_the_library_that_the_watch_misses_gives_no_result(cell):
+    seen = _probe(cell)  # the full run alone: the library's right result, reported as the student's own
+    assert seen["alias"] is False and seen["outputs"][0]["value"]["tensor"] == [1, 4, 3, 4], seen
+    result = _probe_program(cell)
+    assert ("error" in result or result["alias"] is True
+            or all("value" not in output for output in result["outputs"])), result
+
+
+def test_a_function_of_ones_own_gives_its_results_without_the_packages():
+    result = _probe_program(OWN)
+    assert result["alias"] is False and result["outputs"][0]["value"]["tensor"] == [1, 4, 3, 4]
+
+
+def test_the_run_without_the_packages_has_only_the_library_probes_and_the_cells_before_them():
+    steps = [{"run": "import torch", "answer": None}, {"probe": "v", "kind": "value", "name": "x"},
+             {"probe": "f", "kind": "function", "name": "f", "cases": [], "library": LIBRARY},
+             {"run": "y = 1", "answer": "a"}, {"probe": "g", "kind": "function", "name": "g", "cases": [],
+                                               "library": []}]
+    alone = autograde.without_library(steps)
+    assert [s.get("probe") for s in alone] == [None, None, "f"] and alone[0]["run"] == autograde.PLAIN_IMPORTS
+    assert autograde.without_library(steps[:2]) == []
+
+
+def test_the_run_without_the_packages_hides_them_where_they_are_installed(monkeypatch, tmp_path):
+    """A hub's image installs mha_lib into site-packages (environment.yml): there too the second run finds none."""
+    site = tmp_path / "lib" / "site-packages"
+    (site / "mha_lib").mkdir(parents=True)
+    (site / "mha_lib" / "__init__.py").write_text("WHERE = 'installed'\n")
+    monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
+    cell = READ.format(path=str((site / "mha_lib" / "__init__.py").resolve()))
+    assert answers(cell, packages=[])[0]["value"] == "WHERE = 'installed'\n"  # bound, as torch's folder is
+    hidden = answers(cell, packages=[], hide=autograde.LIBRARY_PACKAGES)[0]["value"]
+    assert hidden.startswith("refused: "), hidden

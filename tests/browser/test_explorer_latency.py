@@ -23,7 +23,13 @@ again, not on one pause. On a machine whose load average exceeds its CPU count a
 failure (xfail) with the numbers. The median and the worst (first timings), per option and overall, the re-timed
 changes and the worst median are written with the machine's description to ``build/explorer-latency.json``; with
 ``MHA_RECORD_LATENCY=1`` also to ``mha_chapters/bench/results/explorer/browser-<date>.json``, the recording that
-benchmarks/README.md quotes.
+chapter 05 and benchmarks/README.md show (``MHA_RECORD_LATENCY_DIR`` names another folder, as ``make record-cpu
+OUT=...`` does).
+
+The drags are timed under the quiet-machine rule (``mha_chapters.bench.quiet``): the watch counts the server, the
+kernel and the browser, which this test starts, as its own, and everything else as other processes. A recording for
+the package's folder first waits for the others to fall quiet, stores how busy they were before and during, and is
+refused (``BusyMachineError``) when they were busy; one for another folder is written with what was measured.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from lab_helpers import (
 )
 from playwright.sync_api import Browser, Locator, Page, expect
 
+from mha_chapters.bench.quiet import require_quiet, watch_machine
 from mha_chapters.bench.timing import machine_summary
 from mha_chapters.explorer import divisors
 
@@ -182,6 +189,10 @@ def test_num_heads_repaints_within_100_ms_at_the_largest_num_hiddens(explorer_at
         handle = control(explorer, "num_heads").locator(".noUi-handle")
         assert int(float(handle.get_attribute("aria-valuemax"))) == len(options) - 1, "the slider offers other options"
         current = options.index(int(readout(explorer, "num_heads")))
+        recording = os.environ.get("MHA_RECORD_LATENCY") == "1"
+        folder = Path(os.environ.get("MHA_RECORD_LATENCY_DIR") or RECORDING)
+        # a recording for the chapter waits up to two minutes for the other processes to fall quiet
+        machine = watch_machine(wait=recording and folder.resolve() == RECORDING.resolve(), tree=True)
         load_before = os.getloadavg()[0]
         up_and_down = list(range(len(options))) + list(range(len(options) - 2, -1, -1))  # 0..6, 5..0
         changes: list[Change] = []
@@ -201,6 +212,7 @@ def test_num_heads_repaints_within_100_ms_at_the_largest_num_hiddens(explorer_at
                     timed_drag(page, explorer, options, options.index(change.start))
                 change.timings.append(timed_drag(page, explorer, options, options.index(change.heads)))
                 current = options.index(change.heads)
+        quiet = machine.stop()
         screenshot(explorer, screenshots / "05-8-latency-last-change.png")
 
     total = [change.first_ms() for change in changes]
@@ -227,6 +239,10 @@ def test_num_heads_repaints_within_100_ms_at_the_largest_num_hiddens(explorer_at
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "load_average_1min": [round(load_before, 1), round(os.getloadavg()[0], 1)],  # before and after the drags
+        # cores that processes other than this test's (its server, kernel and browser) used before and during
+        "load_average_before": quiet.load_average,
+        "others_before_cores": quiet.others_before,
+        "others_during_cores": quiet.others_during,
         "num_hiddens": num_hiddens,
         "changes": len(total),
         "median_ms": round(statistics.median(total), 1),
@@ -241,9 +257,12 @@ def test_num_heads_repaints_within_100_ms_at_the_largest_num_hiddens(explorer_at
     text = json.dumps(result, indent=1) + "\n"
     (ROOT / "build").mkdir(exist_ok=True)
     (ROOT / "build" / "explorer-latency.json").write_text(text)
-    if os.environ.get("MHA_RECORD_LATENCY") == "1":
-        RECORDING.mkdir(parents=True, exist_ok=True)
-        (RECORDING / f"browser-{result['date']}.json").write_text(text)
+    if recording:
+        path = folder / f"browser-{result['date']}.json"
+        if folder.resolve() == RECORDING.resolve():  # the chapter's recording: only from a quiet machine
+            require_quiet(quiet.others_before, quiet.others_during, path.name, quiet.load_average)
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     print(text)
 
     assert len(total) == ROUNDS * (2 * len(options) - 2)

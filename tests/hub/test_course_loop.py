@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from lab_helpers import EXERCISE_TEXT, STDERR, STDOUT, menu_command, new_page, screenshot  # noqa: E402
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
-from test_nbgrader import RIGHT_CH08, WRONG_CH08, fill_in  # noqa: E402
+from test_nbgrader import CH08_MAX_SCORE, CH08_SCORES, RIGHT_CH08, WRONG_CH08, fill_in  # noqa: E402
 
 COURSE = "mha-notebooks"
 ASSIGNMENT = "ch08"
@@ -133,12 +134,13 @@ def test_release_fetch_submit_collect_autograde(released: Hub):
 
     submissions = {s["student"]: s for s in hub.ok("GET", f"{FORMGRADER}/submissions/{ASSIGNMENT}", "instructor")}
     assert {name: (s["score"], s["max_score"]) for name, s in submissions.items() if name in answers} == {
-        "student1": (4, 6), "student2": (3, 6)}
+        "student1": (CH08_SCORES["right"], CH08_MAX_SCORE), "student2": (CH08_SCORES["wrong"], CH08_MAX_SCORE)}
     assert all(s["autograded"] for name, s in submissions.items() if name in answers)
     # The same scores in nbgrader's gradebook file of the course folder, read with nbgrader's own API.
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{hub.state / 'course' / 'gradebook.db'}") as gradebook:
-        assert {s: gradebook.find_submission(ASSIGNMENT, s).score for s in answers} == {"student1": 4, "student2": 3}
+        expected = {"student1": CH08_SCORES["right"], "student2": CH08_SCORES["wrong"]}
+        assert {s: gradebook.find_submission(ASSIGNMENT, s).score for s in answers} == expected
 
 
 # --- the installed collection, and private submissions -------------------------------------------------------------
@@ -195,6 +197,35 @@ for path in [{str(inbound)!r}, {str(hub.state / "home" / "student1")!r}, {str(hu
 
 
 @pytest.mark.skipif(not ACCOUNTS, reason="each student has a system account only when the hub runs as root")
+def test_two_students_cannot_read_each_other_s_submissions(released: Hub):
+    """Both submitted through JupyterLab; each, told the other's submission's full name, can neither list its
+    folder nor read its notebook (PrivateSubmit, hub/jupyter/student/nbgrader_config.py: folder 700, files 600)."""
+    hub = released
+    inbound = hub.state / "exchange" / COURSE / "inbound"
+    mine = {student: [path for path in inbound.iterdir() if path.name.startswith(f"{student}+{ASSIGNMENT}+")
+                      and path.owner() == student] for student in ("student1", "student2")}
+    assert all(mine.values()), f"both students have submitted: {mine}"
+    for reader, owner in [("student1", "student2"), ("student2", "student1")]:
+        for folder in mine[owner]:
+            assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+            notebook = next(folder.glob("*.ipynb"))
+            assert stat.S_IMODE(notebook.stat().st_mode) == 0o600
+            probe = f"""
+import os
+for action, path in [(os.listdir, {str(folder)!r}), (lambda p: open(p).read(), {str(notebook)!r})]:
+    try:
+        action(path)
+        print("opened", path)
+    except PermissionError:
+        print("refused", path)
+"""
+            lines = as_user(hub, reader, probe).splitlines()
+            assert len(lines) == 2 and all(line.startswith("refused ") for line in lines), (reader, lines)
+    own = as_user(hub, "student1", f"print(len(open({str(next(mine['student1'][0].glob('*.ipynb')))!r}).read()))")
+    assert int(own) > 0, "a student can still read their own submission"
+
+
+@pytest.mark.skipif(not ACCOUNTS, reason="each student has a system account only when the hub runs as root")
 def test_a_submission_under_another_students_name_is_not_collected(released: Hub):
     """student2 submits an unanswered ch08 as student1; the formgrader's collect skips it, student1 keeps 4 of 6."""
     hub = released
@@ -217,7 +248,7 @@ def test_a_submission_under_another_students_name_is_not_collected(released: Hub
     answer = hub.ok("POST", f"{FORMGRADER}/submission/{ASSIGNMENT}/student1/autograde", "instructor")
     assert answer["success"], answer["log"]
     scores = {s["student"]: s["score"] for s in hub.ok("GET", f"{FORMGRADER}/submissions/{ASSIGNMENT}", "instructor")}
-    assert scores["student1"] == before["student1"] == 4  # the genuine submission, graded again
+    assert scores["student1"] == before["student1"] == CH08_SCORES["right"]  # the genuine submission, graded again
 
 
 # --- a student in the browser -------------------------------------------------------------------------------------
@@ -246,10 +277,12 @@ def test_student_opens_the_fetched_assignment_unsolved(released: Hub, chromium_e
     answer_cells = [i for i, c in enumerate(cells) if c.metadata.get("nbgrader", {}).get("solution")
                     and c.cell_type == "code"]  # the written question's answer cell is markdown
     first_answer = answer_cells[0]  # exercise 1: a function whose body is nbgrader's stub, its checker below
-    # The chapter's checker: locked and ungraded (practice); the graded cells after it hold hidden tests
-    assert cells[first_answer + 1].metadata["nbgrader"] == {**cells[first_answer + 1].metadata["nbgrader"],
-                                                            "grade": False, "locked": True}
-    assert cells[first_answer + 2].metadata["nbgrader"]["grade"]
+    # The chapter's checker and the well-formed check: locked and ungraded (practice); then the hidden tests
+    first_graded = next(i for i in range(first_answer + 1, len(cells))
+                        if cells[i].metadata.get("nbgrader", {}).get("grade"))
+    practice = [cells[i].metadata.get("nbgrader", {}) for i in range(first_answer + 1, first_graded)]
+    assert len(practice) == 2, practice
+    assert all(p.get("grade") is False and p.get("locked") is True for p in practice), practice
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_executable, headless=True)

@@ -1,5 +1,6 @@
 """Every lecture deck of both languages, slide by slide, in headless Chromium: nothing taller or wider than the
-960 x 700 slide, slide numbers shown, the notebook's speaker notes present, at most 30 slides, no solution."""
+960 x 700 slide, type readable from the back row (prose >= 28 px, code and tables >= 18 px, at most 12 lines of
+code a slide), slide numbers shown, the notebook's speaker notes present, at most MAX_SLIDES slides, no solution."""
 
 from __future__ import annotations
 
@@ -11,13 +12,18 @@ import nbformat
 import pytest
 
 from tools.editions import SOLUTION_MARKERS, code_part, solution_lines
-from tools.lecture.deck import MAX_SLIDES, in_deck, speaker_notes
+from tools.lecture.deck import MAX_CODE_LINES, MAX_SLIDES, in_deck, setup_cells, speaker_notes
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILDS = {"en": (ROOT / "build" / "slides", ROOT / "notebooks"),
           "zh-CN": (ROOT / "build" / "slides-zh", ROOT / "zh-CN" / "notebooks")}
 WIDTH, HEIGHT = 960, 700
 SCREENSHOTS = ROOT / "build" / "screenshots" / "slides"
+# Back-row type (issue 52), in px of the 960 x 700 canvas: prose, code/printed text/tables, text inside figures.
+PROSE_PX, CODE_PX, FIGURE_TEXT_PX = 28, 18, 16
+# What one slide draws: the computed font size of every text element (prose, or code/pre/table), the lines of code
+# its code cells show, and the projected size of every text of its SVG figures.
+TYPE_SIZES = (Path(__file__).with_name("type_sizes.js")).read_text(encoding="utf-8")
 
 CASES = [(language, path) for language, (_, folder) in BUILDS.items()
          for path in sorted(folder.glob("[0-9][0-9]_*.ipynb"))]
@@ -103,11 +109,20 @@ def test_every_slide_fits_is_numbered_and_carries_its_notes(browser, language, n
             if shown["number"] != f"{number + 1}/{total}":
                 problems.append(f"{where}: slide number {shown['number']!r}, expected {number + 1}/{total}")
             notes += shown["notes"]
+            drawn = page.evaluate(TYPE_SIZES)
+            problems += [f"{where}: prose at {px} px, at least {PROSE_PX}: {what}"
+                         for px, what in drawn["prose"] if px < PROSE_PX][:2]
+            problems += [f"{where}: code or printed text at {px} px, at least {CODE_PX}: {what}"
+                         for px, what in drawn["code"] if px < CODE_PX][:2]
+            if drawn["lines"] > MAX_CODE_LINES:
+                problems.append(f"{where}: {drawn['lines']} lines of code, at most {MAX_CODE_LINES}")
             if problems and len(problems) < 4:
                 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(SCREENSHOTS / f"{language}-{notebook.stem}-{number + 1}.png"))
         assert problems == [], "\n".join(problems)
-        expected = sum(bool(speaker_notes(cell)) for cell in nb.cells if in_deck(cell))
+        setup = setup_cells(nb)
+        expected = sum(bool(speaker_notes(cell)) for index, cell in enumerate(nb.cells)
+                       if in_deck(cell) and index not in setup)
         assert notes == expected, f"{path.name}: {notes} slides with speaker notes, the notebook gives {expected}"
         assert expected >= 1, f"{notebook.name}: no speaker notes (cell metadata lecture.notes) in its deck"
     finally:

@@ -16,6 +16,8 @@ How the selected cells become slides (:func:`deck_notebook`):
   has a title;
 - no solution is shown: an exercise's answer cell (tag ``solution``) appears as the reader edition's unsolved stub,
   and its checker cells without their outputs (a "Correct" would give the answer away);
+- a code cell too tall for a slide of its own even so (a figure or a table cannot be cut) shows its code on one
+  slide and its outputs on the next;
 - code and printed lines get a smaller font (down to ``MIN_CODE_PX``) where the longest line would not fit the
   width, and wrap beyond that; printed output longer than the room on the slide is cut, with a line that says so;
   figures are scaled to at most ``FIGURE_MAX_PX`` high;
@@ -35,33 +37,44 @@ from tools.markdown_blocks import fenced, split_blocks
 
 LECTURE_KEY = "lecture"  # cell metadata: the cell is in the deck; "notes" holds its speaker notes
 SOLUTION_TAG = "solution"  # tools/editions.py: an exercise's answer cell
-MAX_SLIDES = 30  # a 45-60 minute lecture
+OUTPUT_ONLY_TAG = "deck-output-only"  # the outputs of a cell whose code is on the slide before (see the template)
+MAX_SLIDES = 45  # a 45-60 minute lecture, at back-row type sizes (deck 08 has 43: thin its selection)
+MAX_CODE_LINES = 12  # lines of code on one slide, at most (longer cells are cut into slides "(continued)")
 
 # The slide: reveal.js's 960 x 700 box, less the room nbconvert's theme and the slide number take. Measured in
-# headless Chromium (tests/slides): the heights below are upper bounds of what a line takes there.
+# headless Chromium (tests/slides): the heights below are upper bounds of what a line takes there. The type is for
+# the back row of a hall (issue 52): prose 28 px, code and printed text 18 px at least (templates/offline_deck).
 SLIDE_HEIGHT_PX = 620  # content height a slide may fill (700 less margins and a reserve)
 CONTENT_WIDTH_PX = 900  # width of a code block's text area
-TEXT_LINE_PX = 32  # one line of prose (the theme's 20 px font, line height 1.5, with paragraph spacing)
-TEXT_CHARS = 70  # characters of prose per line
-HEADING_PX = {1: 80, 2: 62, 3: 52}  # a heading of level 1, 2, 3 on one line, and its margin
-HEADING_CHARS = {1: 36, 2: 46, 3: 58}  # characters per line of a heading
-HEADING_LINE_PX = {1: 60, 2: 46, 3: 38}  # each further line of a long heading
-TABLE_ROW_PX = 36  # one line of a markdown table row
-TABLE_CHARS = 80  # characters per line of a table row
-CODE_PX = 16  # the code font where the longest line fits
-MIN_CODE_PX = 11  # smaller is unreadable on a projector: longer lines wrap
-HTML_ROW_PX = 26  # a row of a table shown as HTML: 15 px font, line height 1.3, padding, border (offline_deck)
+PROSE_PX = 28  # the font of prose
+TEXT_LINE_PX = 46  # one line of prose (28 px font, line height 1.5, with paragraph spacing)
+TEXT_CHARS = 54  # characters of prose per line (a Chinese character counts as two)
+HEADING_PX = {1: 100, 2: 84, 3: 72}  # a heading of level 1, 2, 3 on one line, and its margin
+HEADING_CHARS = {1: 30, 2: 36, 3: 42}  # characters per line of a heading
+HEADING_LINE_PX = {1: 62, 2: 54, 3: 48}  # each further line of a long heading
+TABLE_ROW_PX = 40  # one line of a markdown table row (24 px font)
+TABLE_CHARS = 64  # characters per line of a table row
+CODE_PX = 22  # the code font where the longest line fits
+MIN_CODE_PX = 18  # smaller cannot be read from the back row: longer lines wrap
+HTML_ROW_PX = 30  # a row of a table shown as HTML: 18 px font, line height 1.3, padding, border (offline_deck)
 CODE_LINE = 1.35  # line height of code, in font sizes
 CHAR_EM = 0.61  # width of a monospace character, in font sizes (DejaVu Sans Mono 0.602)
 CELL_GAP_PX = 32  # padding and margins around one cell's input or output
-FIGURE_MAX_PX = 420  # a figure is scaled down to this height at most
+FIGURE_MAX_PX = 440  # a figure is shown at most this high (and at most CONTENT_WIDTH_PX wide) ...
+FIGURE_ZOOM = 2.0  # ... and enlarged up to this factor to get there: its labels grow with it (SVG only)
 MIN_OUTPUT_LINES = 4  # a printed output is never cut shorter than this
 MORE_LINES = {"en": "⋯ {count} more lines: run the notebook to see them",
               "zh-CN": "⋯ 还有 {count} 行：运行 notebook 即可看到"}
 CONTINUED = {"en": "{heading} (continued)", "zh-CN": "{heading}（续）"}
+LEFT_OUT = "# ⋯"  # in place of the lines a cell's ``lecture.lines`` leaves out
 
 _CJK = re.compile(r"[\u2e80-\u9fff\uff00-\uffef]")
 _HEADING = re.compile(r"^(#{1,3})\s+(.*\S)\s*$")
+
+
+def columns(line: str) -> int:
+    """Columns a line of code takes in a monospace font: a Chinese character (in a comment, a string) takes two."""
+    return len(_CJK.sub("xx", line.expandtabs()))
 
 
 def in_deck(cell: nbformat.NotebookNode) -> bool:
@@ -120,11 +133,11 @@ def markdown_px(markdown: str) -> int:
             height += 70 + 28 * block.count("\\\\")  # a displayed formula
             continue
         if block.lstrip().startswith("|"):  # a table: one row a line
-            height += sum(TABLE_ROW_PX * max(1, -(-len(row) // TABLE_CHARS)) + 4 for row in block.splitlines()) + 16
+            height += sum(TABLE_ROW_PX * max(1, -(-columns(row) // TABLE_CHARS)) + 4 for row in block.splitlines()) + 16
             continue
         text = re.sub(r"\$[^$]*\$", "xxxxxx", block)  # inline formulas are short
         text = re.sub(r"\]\([^)]*\)", "]", text)  # links show their text only
-        text = _CJK.sub("xxx", text)  # a Chinese character: as wide as two Latin letters, and taller lines
+        text = _CJK.sub("xx", text)  # a Chinese character: as wide as two Latin letters
         lines = sum(max(1, -(-len(line) // TEXT_CHARS)) for line in text.splitlines())
         height += lines * TEXT_LINE_PX + 16
     return height
@@ -132,7 +145,7 @@ def markdown_px(markdown: str) -> int:
 
 def code_font(lines: list[str]) -> tuple[int, bool]:
     """(font size in px, whether lines must wrap) so that the longest line fits the slide's width."""
-    longest = max((len(line.expandtabs()) for line in lines), default=0)
+    longest = max((columns(line) for line in lines), default=0)
     for size in range(CODE_PX, MIN_CODE_PX - 1, -1):
         if longest * size * CHAR_EM <= CONTENT_WIDTH_PX:
             return size, False
@@ -141,7 +154,7 @@ def code_font(lines: list[str]) -> tuple[int, bool]:
 
 def text_px(lines: list[str], size: int, wrap: bool) -> int:
     per_line = max(1, int(CONTENT_WIDTH_PX // (size * CHAR_EM)))
-    count = sum(max(1, -(-len(line) // per_line)) if wrap else 1 for line in lines)
+    count = sum(max(1, -(-columns(line) // per_line)) if wrap else 1 for line in lines)
     return round(count * size * CODE_LINE) + CELL_GAP_PX
 
 
@@ -177,13 +190,18 @@ def output_px(output: nbformat.NotebookNode, size: int, wrap: bool) -> int:
 
         return min(FIGURE_MAX_PX, _png_height(data["image/png"], output.get("metadata", {}).get("image/png")))
     if "text/html" in data:  # a table: one row a line (the template's table font)
-        return HTML_ROW_PX * str(data["text/html"]).count("<tr") + CELL_GAP_PX
+        return HTML_ROW_PX * max(1, str(data["text/html"]).count("<tr")) + CELL_GAP_PX
     return 60
 
 
+def shown_source(cell: nbformat.NotebookNode) -> list[str]:
+    """The lines of the cell's code its slide shows: none where the code is on the slide before."""
+    return [] if OUTPUT_ONLY_TAG in cell.get("metadata", {}).get("tags", []) else cell.source.splitlines()
+
+
 def code_lines(cell: nbformat.NotebookNode) -> list[str]:
-    """Every line the cell shows in monospace: its source and its text outputs."""
-    lines = cell.source.splitlines()
+    """Every line the cell shows in monospace: its code and its text outputs."""
+    lines = shown_source(cell)
     for output in cell.get("outputs", []):
         lines += output_texts(output) or []
     return lines
@@ -200,12 +218,148 @@ def cell_font(cell: nbformat.NotebookNode) -> tuple[int, bool]:
 
 def code_px(cell: nbformat.NotebookNode) -> int:
     size, wrap = cell_font(cell)
-    height = text_px(cell.source.splitlines(), size, wrap) if cell.source.strip() else 0
+    source = shown_source(cell)
+    height = text_px(source, size, wrap) if any(line.strip() for line in source) else 0
     return height + sum(output_px(output, size, wrap) for output in cell.get("outputs", []))
 
 
 def cell_px(cell: nbformat.NotebookNode) -> int:
     return markdown_px(cell.source) if cell.cell_type == "markdown" else code_px(cell)
+
+
+# --- code on a slide ---------------------------------------------------------------------------------------------
+
+_SETUP_LINE = re.compile(r"^(import |from \S+ import |[%!]|try:|except |    import |.*pip install)")
+
+
+def setup_cells(nb: nbformat.NotebookNode) -> set[int]:
+    """The indices of the notebook's set-up cells, which are never on a slide: the code cells from the first one
+    on, as long as each installs or imports something (a top-level ``import``, a ``%magic``, ``!pip``, the Colab
+    ``try: import mha_lib``). The first code cell that does neither ends them."""
+    found = set()
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        if not any(_SETUP_LINE.match(line) for line in cell.source.splitlines()):
+            break
+        found.add(index)
+    return found
+
+
+def shown_lines(cell: nbformat.NotebookNode) -> str:
+    """The cell's source as its slide shows it: without test markers and, where ``lecture.lines`` marks some
+    lines (``"3-14"``, ``"1-2, 9-20"``: 1-based, inclusive), only those, each run left out shown as ``# ⋯``.
+
+    Raises ValueError naming the cell when ``lecture.lines`` is not such a range of the cell's lines.
+    """
+    from tools.lecture import hide_test_markers
+
+    source = hide_test_markers(cell.source).rstrip("\n")
+    entry = cell.get("metadata", {}).get(LECTURE_KEY)
+    marked = entry.get("lines") if isinstance(entry, dict) else None
+    if not marked:
+        return source
+    lines = source.splitlines()
+    keep: set[int] = set()
+    for part in str(marked).split(","):
+        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+))?\s*", part)
+        first, last = (int(match.group(1)), int(match.group(2) or match.group(1))) if match else (0, 0)
+        if not match or not 1 <= first <= last <= len(lines):
+            raise ValueError(f"cell {cell.get('id', '?')}: metadata lecture.lines: expected ranges of its "
+                             f"{len(lines)} lines such as \"3-14\" or \"1-2, 9-20\", got {marked!r}")
+        keep.update(range(first - 1, last))
+    shown: list[str] = []
+    for number, line in enumerate(lines):
+        if number in keep:
+            shown.append(line)
+        elif not shown or shown[-1].strip() != LEFT_OUT:
+            following = next((lines[n] for n in range(number, len(lines)) if n in keep), "")
+            shown.append(" " * (len(following) - len(following.lstrip())) + LEFT_OUT)
+    return "\n".join(shown)
+
+
+def visual_lines(source: str) -> int:
+    """Lines the code takes on a slide, at most: at the smallest font, where long lines wrap."""
+    per_line = int(CONTENT_WIDTH_PX // (MIN_CODE_PX * CHAR_EM))
+    return sum(max(1, -(-columns(line) // per_line)) for line in source.splitlines()) if source else 0
+
+
+def _cut_points(lines: list[str]) -> tuple[list[int], list[int], list[int]]:
+    """Where a cell's code may be cut, best first in each rank: before a statement at the top level that follows
+    a blank line, before any top-level statement, before any statement (Python's tokenizer finds them)."""
+    import io
+    import tokenize
+
+    starts = set()
+    try:
+        after_newline = True
+        for token in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline):
+            if token.type in (tokenize.NEWLINE,):
+                after_newline = True
+            elif after_newline and token.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT,
+                                                       tokenize.DEDENT, tokenize.ENDMARKER):
+                starts.add(token.start[0] - 1)
+                after_newline = False
+    except (tokenize.TokenError, IndentationError, SyntaxError):  # magics and the like: any line may start one
+        starts = set(range(len(lines)))
+    closing = re.compile(r"^\s*(else|elif|except|finally)\b|^\s*[)\]}]")
+
+    def good(n: int) -> bool:
+        previous = lines[n - 1].lstrip() if n else ""
+        return n in starts and not closing.match(lines[n]) and not previous.startswith("@")
+
+    top = [n for n in range(1, len(lines)) if good(n) and not lines[n][:1].isspace()]
+    return [n for n in top if not lines[n - 1].strip()], top, [n for n in range(1, len(lines)) if good(n)]
+
+
+def enlarge_figures(cell: nbformat.NotebookNode) -> None:
+    """Show each SVG figure of the cell as large as a slide holds it (at most ``FIGURE_MAX_PX`` high,
+    ``CONTENT_WIDTH_PX`` wide, ``FIGURE_ZOOM`` times its own size): the SVG's ``width`` and ``height`` are set to
+    that size and its ``viewBox`` keeps the drawing, so axis labels and annotations are projected larger."""
+    from tools.lecture import PX_PER_UNIT
+
+    for output in cell.get("outputs", []):
+        svg = output.get("data", {}).get("image/svg+xml")
+        if not isinstance(svg, str) or "viewBox" not in svg[:2000]:
+            continue
+        start = svg.find("<svg")
+        end = svg.find(">", start)
+        if start < 0 or end < 0:
+            continue
+        tag = svg[start:end]
+        size = {name: float(value) * PX_PER_UNIT[unit]
+                for name, value, unit in re.findall(r'\s(width|height)="([\d.]+)(px|pt|)"', tag)}
+        if not {"width", "height"} <= size.keys() or min(size.values()) <= 0:
+            continue
+        zoom = min(FIGURE_ZOOM, CONTENT_WIDTH_PX / size["width"], FIGURE_MAX_PX / size["height"])
+        for name, value in size.items():
+            tag = re.sub(rf'\s{name}="[\d.]+(px|pt|)"', f' {name}="{value * zoom:.1f}px"', tag)
+        output.data["image/svg+xml"] = svg[:start] + tag + svg[end:]
+
+
+def code_chunks(source: str, limit: int = MAX_CODE_LINES) -> list[str]:
+    """The code cut into consecutive pieces of at most ``limit`` lines on a slide (:func:`visual_lines`), each cut
+    at the best place (:func:`_cut_points`) that leaves the piece at least a third of ``limit``."""
+    lines = source.splitlines()
+    chunks, start = [], 0
+    ranks = _cut_points(lines)
+    while start < len(lines):
+        end = start
+        while end < len(lines) and visual_lines("\n".join(lines[start:end + 1])) <= limit:
+            end += 1
+        end = max(end, start + 1)
+        if end < len(lines):
+            lowest = start + max(1, limit // 3)
+            for rank in ranks:
+                fitting = [n for n in rank if lowest <= n <= end]
+                if fitting:
+                    end = fitting[-1]
+                    break
+        piece = "\n".join(lines[start:end]).strip("\n")
+        if piece.strip():
+            chunks.append(piece)
+        start = end
+    return chunks or [source]
 
 
 # --- the deck ----------------------------------------------------------------------------------------------------
@@ -255,7 +409,7 @@ def _styled(cell: nbformat.NotebookNode, room: int) -> None:
     """Tag a code cell with its font (``celltag_deck-code-13``, ``celltag_deck-wrap``: see the template): the
     largest at which its longest line fits the width and, if it can, the whole cell fits in ``room`` px."""
     size, wrap = code_font(code_lines(cell))
-    tags = [t for t in cell.metadata.get("tags", []) if not t.startswith("deck-")]
+    tags = [t for t in cell.metadata.get("tags", []) if not t.startswith("deck-") or t == OUTPUT_ONLY_TAG]
     while True:
         cell.metadata["tags"] = [*tags, f"deck-code-{size}", *(["deck-wrap"] if wrap else [])]
         if size <= MIN_CODE_PX or code_px(cell) <= room:
@@ -277,23 +431,53 @@ def deck_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     deck.metadata.pop("widgets", None)
     heading = ""  # the title of the current slide
     used = SLIDE_HEIGHT_PX  # px filled on the current slide: nothing is on a slide yet
+    code_used = 0  # lines of code on the current slide
+    setup = setup_cells(nb)
 
     def add(cell: nbformat.NotebookNode, kind: str) -> None:
         cell.metadata["slideshow"] = {"slide_type": kind}
         deck.cells.append(cell)
 
     def new_slide_with_title() -> None:
-        nonlocal used
+        nonlocal used, code_used
         title = nbformat.v4.new_markdown_cell(f"### {CONTINUED[language].format(heading=heading)}"
                                               if heading else "")
+        code_used = 0
         if heading:
             add(title, "slide")
             used = markdown_px(title.source)
         else:
             used = 0
 
-    for original in source.cells:
-        if not in_deck(original):
+    def place(cell: nbformat.NotebookNode, lines: int) -> None:
+        """Put a code cell showing ``lines`` lines of code on the current slide, or on a new one."""
+        nonlocal used, code_used
+        _styled(cell, SLIDE_HEIGHT_PX)
+        height = code_px(cell)
+        if used + height > SLIDE_HEIGHT_PX or code_used + lines > MAX_CODE_LINES:
+            new_slide_with_title()
+            _styled(cell, SLIDE_HEIGHT_PX - used)  # alone on a slide: a smaller font, then a shorter output
+            if used + code_px(cell) > SLIDE_HEIGHT_PX:
+                _cut_output(cell, SLIDE_HEIGHT_PX - used, language)
+            if used + code_px(cell) > SLIDE_HEIGHT_PX and cell.outputs and cell.source.strip():
+                # still too tall (a figure or a table cannot be cut): the code here, its outputs on the next slide
+                shown = copy.deepcopy(cell)
+                cell.outputs = []
+                _styled(cell, SLIDE_HEIGHT_PX - used)
+                add(cell, "-")
+                new_slide_with_title()
+                cell = shown
+                cell.id = f"{cell.id}-outputs"
+                cell.metadata["tags"] = [*cell.metadata.get("tags", []), OUTPUT_ONLY_TAG]
+                _styled(cell, SLIDE_HEIGHT_PX - used)
+                lines = 0
+            height = code_px(cell)
+        add(cell, "-")
+        used += height
+        code_used += lines
+
+    for index, original in enumerate(source.cells):
+        if not in_deck(original) or index in setup:
             continue
         notes = speaker_notes(original)
         if original.cell_type == "markdown":
@@ -309,7 +493,7 @@ def deck_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                         if number:
                             part = f"### {CONTINUED[language].format(heading=heading)}\n\n{part}"
                         add(nbformat.v4.new_markdown_cell(part), "slide")
-                        used = markdown_px(part)
+                        used, code_used = markdown_px(part), 0
                     continue
                 for part in _fill(split_blocks(piece), SLIDE_HEIGHT_PX - used) if markdown_px(piece) + used > \
                         SLIDE_HEIGHT_PX else [piece]:
@@ -321,16 +505,19 @@ def deck_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         else:
             cell = copy.deepcopy(original)
             cell.metadata = {k: v for k, v in cell.metadata.items() if k in ("tags",)}
-            _styled(cell, SLIDE_HEIGHT_PX)
-            height = code_px(cell)
-            if used + height > SLIDE_HEIGHT_PX:
-                new_slide_with_title()
-                _styled(cell, SLIDE_HEIGHT_PX - used)  # alone on a slide: a smaller font, then a shorter output
-                if used + code_px(cell) > SLIDE_HEIGHT_PX:
-                    _cut_output(cell, SLIDE_HEIGHT_PX - used, language)
-                height = code_px(cell)
-            add(cell, "-")
-            used += height
+            cell.source = shown_lines(original)
+            enlarge_figures(cell)
+            pieces = code_chunks(cell.source) if visual_lines(cell.source) > MAX_CODE_LINES else [cell.source]
+            for number, piece in enumerate(pieces):
+                part = copy.deepcopy(cell)
+                part.source = piece
+                if number < len(pieces) - 1:  # the outputs come with the last piece
+                    part.outputs = []
+                    part.execution_count = None
+                if number:
+                    part.id = f"{cell.id}-{number + 1}"
+                    code_used = MAX_CODE_LINES  # each further piece on a slide "(continued)" of its own
+                place(part, visual_lines(piece))
         if notes:
             add(nbformat.v4.new_markdown_cell(notes), "notes")
     if deck.cells and deck.cells[0].metadata["slideshow"]["slide_type"] != "slide":
@@ -356,6 +543,9 @@ def _fill(parts: list[str], first_room: int = SLIDE_HEIGHT_PX) -> list[str]:
 def _table_rows(block: str, room: int) -> list[str]:
     """A markdown table taller than ``room`` as several tables with the same header; any other block as it is."""
     rows = block.splitlines()
+    items = [n for n, row in enumerate(rows) if re.match(r"(\d+\.|[-*]) ", row)]
+    if len(items) > 1 and items[0] == 0 and markdown_px(block) > room:  # a list too tall: cut between its items
+        return ["\n".join(rows[a:b]) for a, b in zip(items, [*items[1:], len(rows)], strict=True)]
     if not block.lstrip().startswith("|") or len(rows) < 4 or markdown_px(block) <= room:
         return [block]
     header, body, tables = rows[:2], rows[2:], []

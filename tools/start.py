@@ -1,0 +1,261 @@
+"""One set-up on Linux, macOS and Windows: make .venv, install the lock, open the reader's JupyterLab.
+
+    python -m tools.start                 set up if needed, then JupyterLab at chapter 00 of my-chapters/
+    python -m tools.start lab --edition zh_CN --port 8899
+    python -m tools.start setup           set up only (the reader's `lab` extra)
+    python -m tools.start setup --extras dev      everything the tests and the maintainers' tools need
+    python -m tools.start plan --platform win32   print the commands it would run, and run none
+
+On Windows run it as ``py -m tools.start``, elsewhere ``python3 -m tools.start``, in the folder of the clone.
+`make setup` and `make lab` call it too. It needs only Python's standard library, and it starts on any
+Python 3.10 or newer so that it can say plainly when the Python is too old for the collection itself.
+
+What it does (each step printed before it runs):
+
+1. ``python -m venv .venv`` where ``.venv`` has no working pip (a half-made one, left by a failed venv, is made
+   again; when venv fails, the half-made folder is removed and the message says what to install).
+2. ``.venv``'s pip installs the checkout with its extras, every version from ``requirements.lock``. On Linux,
+   PyPI's torch is the CUDA build (about 4.5 GB more), so ``--torch cpu`` (the default) asks for ``torch==X+cpu``
+   from PyTorch's CPU index. The index is probed first (10 s at most: pip would retry an unreachable index for
+   every package it looks up); where it is out of reach, pip looks for ``torch==X+cpu`` in the indexes and
+   find-links of its own configuration and stops with an error that lists the remedies, never falling back to
+   the CUDA build. On macOS and Windows PyPI's torch is the CPU build already (MPS on Apple silicon).
+3. A stamp in ``.venv`` (``.installed-lab`` for ``lab``, ``.installed`` for ``dev``, ``.installed-NAME`` for
+   ``dev,NAME``) records the install; while it is newer than ``pyproject.toml`` and the lock, step 2 is skipped.
+4. ``lab``: ``.venv``'s python runs ``tools/reader_lab.py`` (127.0.0.1, a token, the reader's copy).
+
+The environment variables TORCH and TORCH_INDEX are read as the defaults of ``--torch`` and ``--torch-index``, as
+`make setup TORCH=cuda` has them. tests/test_start.py checks the plans for linux, darwin and win32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCK = "requirements.lock"
+VENV = ".venv"
+NEEDS = (3, 11)  # requires-python of pyproject.toml (tests/test_start.py checks they agree)
+TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+PLATFORMS = ("linux", "darwin", "win32")
+
+
+def platform_of(name: str = sys.platform) -> str:
+    """``linux``, ``darwin`` or ``win32`` (sys.platform's names; ``cygwin`` counts as win32, other Unixes as linux)."""
+    if name.startswith(("win", "cygwin", "msys")):
+        return "win32"
+    return "darwin" if name == "darwin" else "linux"
+
+
+def venv_python(root: Path, platform: str) -> Path:
+    """The python of ``root/.venv``: ``Scripts\\python.exe`` on Windows, ``bin/python`` elsewhere."""
+    return root / VENV / "Scripts" / "python.exe" if platform == "win32" else root / VENV / "bin" / "python"
+
+
+def locked_torch(root: Path) -> str:
+    """The torch version that requirements.lock pins (``2.13.0``)."""
+    match = re.search(r"^torch==([^\s;]+)", (root / LOCK).read_text(encoding="utf-8"), re.MULTILINE)
+    if match is None:
+        raise SystemExit(f"error: {LOCK} pins no torch (a line torch==VERSION was expected); run `make lock`")
+    return match[1]
+
+
+def stamp_name(extras: list[str]) -> str:
+    """The stamp of an install: ``lab`` -> ``.installed-lab``, ``dev`` -> ``.installed``, ``dev,NAME`` ->
+    ``.installed-NAME`` (the names the Makefile's targets depend on)."""
+    others = [extra for extra in extras if extra != "dev"]
+    if "dev" in extras:
+        return ".installed" + "".join(f"-{extra}" for extra in others)
+    return ".installed-" + "-".join(others)
+
+
+def is_fresh(root: Path, extras: list[str]) -> bool:
+    """Whether the install of ``extras`` is recorded and newer than pyproject.toml and the lock. ``lab`` is also
+    satisfied by ``dev``, which contains it; an extra beyond ``dev`` must also be newer than ``dev``'s stamp."""
+    sources = [root / "pyproject.toml", root / LOCK]
+    if extras != ["dev"] and "dev" in extras:
+        sources.append(root / VENV / stamp_name(["dev"]))
+    newest = max(path.stat().st_mtime for path in sources if path.exists())
+    names = [stamp_name(extras)] + ([stamp_name(["dev"])] if extras == ["lab"] else [])
+    return any((root / VENV / name).exists() and (root / VENV / name).stat().st_mtime >= newest for name in names)
+
+
+@dataclass
+class Plan:
+    """The commands of a set-up, as lists of arguments, and what to tell the reader if pip fails."""
+
+    platform: str
+    make_venv: list[str] | None
+    pip: list[str]
+    cpu_torch: str | None  # "2.13.0+cpu" where the CPU build is asked for
+    torch_index: str | None  # the CPU index added to pip's command (None: not used, or out of reach)
+    notes: list[str] = field(default_factory=list)
+
+
+def plan(root: Path, platform: str, extras: list[str], torch: str = "cpu", torch_index: str = TORCH_INDEX,
+         index_reachable: bool = True, has_venv: bool = False, python: str | None = None) -> Plan:
+    """What a set-up of ``extras`` on ``platform`` runs; nothing is run here."""
+    if platform not in PLATFORMS:
+        raise ValueError(f"platform={platform!r}: expected one of {', '.join(PLATFORMS)}")
+    if torch not in ("cpu", "cuda"):
+        raise ValueError(f"torch={torch!r}: expected 'cpu' (PyTorch's CPU build) or 'cuda' (PyPI's build)")
+    target = venv_python(root, platform)
+    cpu_torch = f"{locked_torch(root)}+cpu" if platform == "linux" and torch == "cpu" else None
+    index = torch_index if cpu_torch and index_reachable else None
+    pip = [str(target), "-m", "pip", "install", *(["--extra-index-url", index] if index else []),
+           "--constraint", LOCK, "--editable", f".[{','.join(extras)}]",
+           *([f"torch=={cpu_torch}"] if cpu_torch else [])]
+    notes = []
+    if cpu_torch and not index_reachable:
+        notes.append(f"{torch_index} is unreachable: looking for torch {cpu_torch} in pip's own indexes and find-links")
+    make_venv = None if has_venv else [python or sys.executable, "-m", "venv", VENV]
+    return Plan(platform, make_venv, pip, cpu_torch, index, notes)
+
+
+def remedies(plan_: Plan, torch_index: str) -> list[str]:
+    """What the error says after a failed pip install."""
+    lines = [f"error: pip could not install mha-notebooks[{plan_.pip[plan_.pip.index('--editable') + 1][2:-1]}] "
+             "(see above)."]
+    if plan_.cpu_torch and plan_.torch_index is None:
+        lines += [f"       {torch_index} was out of reach, and PyPI and its mirrors have no torch {plan_.cpu_torch}.",
+                  "       Any one of these installs it:",
+                  "         python3 -m tools.start setup --torch-index URL   (make setup TORCH_INDEX=URL)",
+                  "           URL: a mirror of PyTorch's CPU index (a simple index with /torch/)",
+                  "         PIP_FIND_LINKS=DIR python3 -m tools.start setup  (PIP_FIND_LINKS=DIR make setup)",
+                  f"           DIR: a folder or web page holding torch-{plan_.cpu_torch}-*.whl",
+                  "         python3 -m tools.start setup --torch cuda        (make setup TORCH=cuda)",
+                  "           PyPI's CUDA build instead (about 4.5 GB more)",
+                  '       See "Behind a firewall" in docs/platforms.md (docs/platforms.zh-CN.md: 国内网络).']
+    elif plan_.cpu_torch:
+        lines.append("       For PyPI's CUDA build instead: python3 -m tools.start setup --torch cuda "
+                     "(make setup TORCH=cuda)")
+    return lines
+
+
+def too_old(version: tuple[int, ...], platform: str) -> str | None:
+    """The error for a Python older than the collection needs, or None."""
+    if tuple(version[:2]) >= NEEDS:
+        return None
+    have = ".".join(map(str, version[:3]))
+    newer = "py -3.12 -m tools.start" if platform == "win32" else "python3.12 -m tools.start"
+    return (f"error: mha-notebooks needs Python {NEEDS[0]}.{NEEDS[1]} or newer; this is Python {have}.\n"
+            f"       Run this with a newer one, for example: {newer}  (make: make setup PYTHON=python3.12)")
+
+
+def reachable(url: str, timeout: float = 10) -> bool:
+    try:
+        urllib.request.urlopen(f"{url.rstrip('/')}/torch/", timeout=timeout)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def has_pip(python: Path) -> bool:
+    if not python.exists():
+        return False
+    return subprocess.run([str(python), "-m", "pip", "--version"], capture_output=True).returncode == 0
+
+
+def say(text: str) -> None:
+    print(f"==> {text}", flush=True)
+
+
+def show(command: list[str], root: Path = ROOT) -> str:
+    """A command as one line to read, with the checkout's paths relative to it."""
+    parts = [part[len(str(root)) + 1:] if part.startswith(str(root) + os.sep) else part for part in command]
+    return " ".join(f"'{part}'" if re.search(r"[\s\[\]]", part) else part for part in parts)
+
+
+def setup(root: Path, extras: list[str], torch: str, torch_index: str) -> int:
+    """Make .venv and install ``extras`` where the stamp is not fresh; 0 on success."""
+    platform = platform_of()
+    message = too_old(sys.version_info, platform)
+    if message:
+        print(message, file=sys.stderr)
+        return 1
+    if is_fresh(root, extras):
+        return 0
+    python = venv_python(root, platform)
+    has_venv = has_pip(python)
+    cpu = platform == "linux" and torch == "cpu"
+    steps = plan(root, platform, extras, torch, torch_index, index_reachable=not cpu or reachable(torch_index),
+                 has_venv=has_venv)
+    if steps.make_venv:
+        if (root / VENV).exists():
+            shutil.rmtree(root / VENV)  # no working pip in it: a half-made .venv
+        say(f"Creating the virtual environment {VENV} with Python {'.'.join(map(str, sys.version_info[:3]))}")
+        if subprocess.run(steps.make_venv, cwd=root).returncode != 0:
+            shutil.rmtree(root / VENV, ignore_errors=True)
+            print(f"error: '{show(steps.make_venv)}' failed, so the half-made {VENV} was removed.", file=sys.stderr)
+            if platform == "linux":
+                print("       On Debian or Ubuntu install the venv module first: sudo apt install python3-venv\n"
+                      "       (or python3.X-venv for your Python 3.X), then run this again.", file=sys.stderr)
+            return 1
+    for note in steps.notes:
+        say(note)
+    torch_note = f" (torch {steps.cpu_torch})" if steps.cpu_torch else ""
+    say(f"Installing mha-notebooks[{','.join(extras)}] and its dependencies at the versions of {LOCK}{torch_note}")
+    print(f"+ {show(steps.pip)}", flush=True)
+    if subprocess.run(steps.pip, cwd=root).returncode != 0:
+        print("\n".join(remedies(steps, torch_index)), file=sys.stderr)
+        return 1
+    (root / VENV / stamp_name(extras)).touch()
+    return 0
+
+
+def extras_list(text: str) -> list[str]:
+    extras = [extra.strip() for extra in text.split(",") if extra.strip()]
+    if not extras or any(not re.fullmatch(r"[a-z][a-z0-9-]*", extra) for extra in extras):
+        raise argparse.ArgumentTypeError(f"--extras {text!r}: expected extras of pyproject.toml, comma-separated "
+                                         "(lab, dev, dev,browser)")
+    return extras
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.start", description=__doc__.splitlines()[0])
+    parser.add_argument("action", nargs="?", choices=["lab", "setup", "plan"], default="lab")
+    parser.add_argument("--extras", type=extras_list, default=["lab"],
+                        help="extras of pyproject.toml to install: lab (readers, the default), dev (maintainers)")
+    parser.add_argument("--torch", default=os.environ.get("TORCH") or "cpu", choices=["cpu", "cuda"],
+                        help="on Linux: cpu (PyTorch's CPU build, the default) or cuda (PyPI's build)")
+    parser.add_argument("--torch-index", default=os.environ.get("TORCH_INDEX") or TORCH_INDEX,
+                        help="PyTorch's CPU index or a mirror of it")
+    parser.add_argument("--edition", choices=["en", "zh_CN"], default="en", help="lab: the reader edition to open")
+    parser.add_argument("--port", type=int, default=8888, help="lab: the port (1-65535)")
+    parser.add_argument("--platform", choices=PLATFORMS, default=None, help="plan: for this platform")
+    args = parser.parse_args(argv)
+    if args.platform and args.action != "plan":
+        parser.error("--platform is for `plan` only: a set-up runs on this machine's platform")
+    if not 1 <= args.port <= 65535:
+        parser.error(f"--port {args.port}: a port is a number from 1 to 65535")
+
+    if args.action == "plan":
+        platform = args.platform or platform_of()
+        steps = plan(ROOT, platform, args.extras, args.torch, args.torch_index)
+        for command in [steps.make_venv, steps.pip]:
+            print(show(command))
+        if steps.cpu_torch:
+            print(f"# first: is {args.torch_index}/torch/ reachable (10 s)? If not, --extra-index-url is left out")
+        return 0
+    code = setup(ROOT, args.extras, args.torch, args.torch_index)
+    if code or args.action == "setup":
+        return code
+    python = venv_python(ROOT, platform_of())
+    lab = [str(python), "-m", "tools.reader_lab", "--port", str(args.port),
+           *(["--edition", args.edition] if args.edition != "en" else [])]
+    os.chdir(ROOT)
+    if os.name == "posix":  # JupyterLab takes this process's place: Ctrl+C and make see it alone
+        os.execv(lab[0], lab)
+    return subprocess.call(lab)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
