@@ -29,7 +29,7 @@ from .rope import (
 )
 from .utils import cpu_threads, pick_device, set_seed, to_torch_mha
 
-__version__ = "2026.12.1"  # the one source (pyproject reads it); docs/maintaining.md: how it moves
+__version__ = "2026.11.0.post0.dev0"  # the one source (pyproject reads it); docs/maintaining.md: how it moves
 
 
 __all__ = [
