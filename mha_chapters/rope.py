@@ -15,7 +15,7 @@ from IPython.display import display
 from matplotlib.figure import Figure
 from torch import Tensor
 
-from mha_lib._validation import require_positive_int, require_positive_real
+from mha_lib._validation import require_nonnegative_int, require_positive_int, require_positive_real
 from mha_lib.rope import _apply_rope, _require_even, _rope_frequencies
 
 from .i18n import figure_text
@@ -58,7 +58,7 @@ def unrelated_scores(base: float, head_dim: int, max_distance: int, num_pairs: i
     _require_even("head_dim", head_dim)
     base = require_positive_real("base", base)
     max_distance = require_positive_int("max_distance", max_distance)
-    generator = torch.Generator().manual_seed(require_positive_int("seed", seed + 1) - 1)
+    generator = torch.Generator().manual_seed(require_nonnegative_int("seed", seed))
     queries, keys = torch.randn(2, require_positive_int("num_pairs", num_pairs), head_dim, generator=generator,
                                 dtype=torch.float64)
     # A score (R_d q) . k is linear in q k^T, so its mean over the pairs is that of the mean of q k^T:

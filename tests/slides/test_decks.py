@@ -13,6 +13,7 @@ import pytest
 
 from tools.editions import SOLUTION_MARKERS, code_part, solution_lines
 from tools.lecture.deck import MAX_CODE_LINES, MAX_SLIDES, in_deck, setup_cells, speaker_notes
+from tools.lecture.pdf import CONTENT_EXTENT
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILDS = {"en": (ROOT / "build" / "slides", ROOT / "notebooks"),
@@ -29,19 +30,9 @@ CASES = [(language, path) for language, (_, folder) in BUILDS.items()
          for path in sorted(folder.glob("[0-9][0-9]_*.ipynb"))]
 
 # What one slide measures: its content's extent (scaled back to slide pixels) and every element that scrolls sideways.
-MEASURE = """() => {
+MEASURE = "() => {\n" + CONTENT_EXTENT + """
   const slide = Reveal.getCurrentSlide();
-  const scale = Reveal.getScale();
-  const box = slide.getBoundingClientRect();
-  let bottom = 0, right = 0;
-  slide.querySelectorAll("*").forEach(e => {
-    if (e.closest("aside.notes") || (e.parentElement && e.parentElement.closest(".MathJax_Display"))) return;
-    const r = e.getBoundingClientRect();
-    if (r.width > 0 && r.height > 0) {
-      bottom = Math.max(bottom, (r.bottom - box.top) / scale);
-      right = Math.max(right, (r.right - box.left) / scale);
-    }
-  });
+  const {bottom, right} = contentExtent(slide, Reveal.getScale());
   const wide = [];
   slide.querySelectorAll("pre, div, table").forEach(e => {
     if (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== "visible")

@@ -26,21 +26,30 @@ from pathlib import Path
 # What the print view shows: the deck's slide count (as tests/slides counts it), every page whose slide is taller
 # or wider than the slide size, or than its page (measured as tests/slides measures one slide on screen), and any
 # speaker notes or navigation controls that would be printed.
-PAGES = r"""() => {
+# The extent of a slide's content in slide pixels (its boxes' bottom and right edge, less the slide's top and left,
+# divided by the deck's scale), speaker notes and MathJax's inner boxes left out: the print view here, the screen in
+# tests/slides/test_decks.py.
+CONTENT_EXTENT = r"""const contentExtent = (slide, scale) => {
+  const box = slide.getBoundingClientRect();
+  let bottom = 0, right = 0;
+  slide.querySelectorAll("*").forEach(e => {
+    if (e.closest("aside.notes") || (e.parentElement && e.parentElement.closest(".MathJax_Display"))) return;
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) {
+      bottom = Math.max(bottom, (r.bottom - box.top) / scale);
+      right = Math.max(right, (r.right - box.left) / scale);
+    }
+  });
+  return {box, bottom, right};
+};
+"""
+
+PAGES = "() => {\n" + CONTENT_EXTENT + r"""
   const config = Reveal.getConfig();
   const cut = [];
   document.querySelectorAll(".reveal .pdf-page").forEach((page, number) => {
     const slide = page.querySelector("section");
-    const box = slide.getBoundingClientRect();
-    let bottom = 0, right = 0;
-    slide.querySelectorAll("*").forEach(e => {
-      if (e.closest("aside.notes") || (e.parentElement && e.parentElement.closest(".MathJax_Display"))) return;
-      const r = e.getBoundingClientRect();
-      if (r.width > 0 && r.height > 0) {
-        bottom = Math.max(bottom, r.bottom - box.top);
-        right = Math.max(right, r.right - box.left);
-      }
-    });
+    const {box, bottom, right} = contentExtent(slide, 1);
     const page_box = page.getBoundingClientRect();
     if (bottom > config.height + 1 || right > config.width + 1 || box.top + bottom > page_box.bottom + 1 ||
         slide.scrollHeight > slide.offsetHeight + 1)
