@@ -1,6 +1,7 @@
 """The exercises of chapter 03, splitting heads.
 
-``check_samples_by_hand``, ``check_folded_sample``, ``check_transpose_qkv``, ``check_transpose_output``, ``check_repeat_valid_lens``
+``check_samples_by_hand``, ``check_folded_sample``, ``check_transpose_qkv``, ``check_transpose_output``,
+``check_repeat_valid_lens``
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from mha_lib.functional import transpose_output, transpose_qkv
 from ..i18n import _
 from ._engine import check_answer, check_function, int_cases
 
-__all__ = ['check_folded_sample', 'check_samples_by_hand', 'check_repeat_valid_lens', 'check_transpose_output', 'check_transpose_qkv']
+__all__ = ['check_folded_sample', 'check_repeat_valid_lens', 'check_samples_by_hand', 'check_transpose_output',
+           'check_transpose_qkv']
 
 
 def check_samples_by_hand(answer: Any) -> None:
