@@ -468,15 +468,7 @@ def unexecuted(nb: nbformat.NotebookNode) -> list[int]:
             and not cell.get("outputs") and cell.get("execution_count") is None]
 
 
-# Chapter 02's figures (issue 52; its cell 45 after "`show_heatmaps` draws ...:") are put on its deck in a branch of
-# their own: remove this mark once it is merged.
-PENDING = {"02_scaled_dot_product_attention"}
-
-
-@pytest.mark.parametrize(("language", "path"), [
-    pytest.param(language, path, marks=pytest.mark.xfail(reason="chapter 02's heatmaps: another branch of issue 52"))
-    if path.stem in PENDING else (language, path) for language, path in DECKS],
-    ids=[f"{lang}-{p.name[:2]}" for lang, p in DECKS])
+@pytest.mark.parametrize(("language", "path"), DECKS, ids=[f"{lang}-{p.name[:2]}" for lang, p in DECKS])
 def test_every_deck_shows_a_figure_after_each_slide_that_announces_one(language, path):
     nb = nbformat.read(path, as_version=4)
     if unexecuted(nb):
