@@ -3,22 +3,25 @@
 from grading import Explain, Function, Part, Value, Variant
 
 EXERCISES = {
+    # The 10..27 tensor of section 1 through transpose_qkv(X, 2): samples 1 (sentence 0, head 1) and 2 (sentence 1,
+    # head 0), each (seq_len, head_dim).
+    1: Value(parts=["sample 1", "sample 2"]),
     # Three sentences of 6 features split into h heads: (3 h, 2, 6 / h); sentence 2, head 1 is sample 2 h + 1.
-    1: Value(parts=["shape", "sample"], variant=Variant(
+    2: Value(parts=["shape", "sample"], variant=Variant(
         params=lambda rng: {"h": rng.choice([2, 6])},
         replace=[("`num_heads = 3`", "`num_heads = {h}`")])),
-    2: Function(library=["mha_lib.functional:transpose_qkv"], parts=[Part("random sizes", "cases = [(torch.randn(b, n, h * d, generator=g), h) for b, n, h, d in "
+    3: Function(library=["mha_lib.functional:transpose_qkv"], parts=[Part("random sizes", "cases = [(torch.randn(b, n, h * d, generator=g), h) for b, n, h, d in "
                                             "[(2, 3, 2, 4), (3, 2, 3, 2), (1, 4, 4, 3)]]")]),
-    3: Function(library=["mha_lib.functional:transpose_output"], parts=[Part("random sizes", "cases = [(torch.randn(b * h, n, d, generator=g), h) for b, n, h, d in "
+    4: Function(library=["mha_lib.functional:transpose_output"], parts=[Part("random sizes", "cases = [(torch.randn(b * h, n, d, generator=g), h) for b, n, h, d in "
                                             "[(2, 3, 2, 4), (3, 2, 3, 2), (1, 4, 4, 3)]]")]),
-    4: Function(parts=[Part("random lengths", "cases = [(torch.randint(0, 9, (b,), generator=g), h) for b, h in "
+    5: Function(parts=[Part("random lengths", "cases = [(torch.randint(0, 9, (b,), generator=g), h) for b, h in "
                                               "[(3, 2), (2, 4), (4, 3), (1, 5)]]")]),
 }
 
-PARTLY_RIGHT = {4: "def my_repeat_valid_lens(valid_lens, num_heads):\n    return valid_lens.repeat(num_heads)"}
+PARTLY_RIGHT = {5: "def my_repeat_valid_lens(valid_lens, num_heads):\n    return valid_lens.repeat(num_heads)"}
 
 EXPLAIN = [Explain(
-    after=4, points=2,
+    after=5, points=2,
     question={"en": "**Question (explain, graded by hand).** Why must the valid lengths be repeated with "
                     "`repeat_interleave` and not `repeat`, and why would a test batch whose sentences all have the "
                     "same length not notice the difference?",

@@ -36,8 +36,9 @@ def fold_steps(X: Tensor, num_heads: int) -> list[tuple[str, Tensor]]:
     split = X.reshape(batch_size, seq_len, num_heads, num_hiddens // num_heads)  # (b, n, h, d/h)
     moved = split.permute(0, 2, 1, 3)  # (b, n, h, d/h) -> (b, h, n, d/h)
     folded = moved.reshape(batch_size * num_heads, seq_len, -1)  # (b, h, n, d/h) -> (b*h, n, d/h)
-    return [("X", X), (f"X.reshape({batch_size}, {seq_len}, {num_heads}, -1)", split),
-            ("X.permute(0, 2, 1, 3)", moved), (f"X.reshape({batch_size * num_heads}, {seq_len}, -1)", folded)]
+    head_dim = num_hiddens // num_heads  # the sizes written out, as in shape_table's code column
+    return [("X", X), (f"X.reshape({batch_size}, {seq_len}, {num_heads}, {head_dim})", split),
+            ("X.permute(0, 2, 1, 3)", moved), (f"X.reshape({batch_size * num_heads}, {seq_len}, {head_dim})", folded)]
 
 
 def draw_fold_steps(X: Tensor, num_heads: int, figsize: tuple[float, float] = (11.0, 3.6)) -> Figure:

@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from torch import Tensor, nn
 
-from mha_lib._validation import require_positive_int, wrong_type
+from mha_lib._validation import require_nonnegative_int, require_positive_int, wrong_type
 from mha_lib.modules import MultiHeadAttention
 from mha_lib.utils import cpu_threads
 
@@ -44,6 +44,7 @@ __all__ = [
     "attention_weights",
     "bag_of_context_loss",
     "build_model",
+    "composition_baseline",
     "composition_scores",
     "copying_score",
     "induction_keys",
@@ -389,7 +390,7 @@ def composition_scores(model: AttentionOnlyTransformer, head: int) -> dict[str, 
 
     Each is ``||A B||_F / (||A||_F ||B||_F)``, with ``B`` the layer-1 head's ``W_o W_v`` and ``A`` what the layer-2
     head reads it with: ``W_QK^T`` (queries), ``W_QK`` (keys) with ``W_QK = W_q^T W_k``, or its own ``W_o W_v``
-    (values). It is about 1 when the two line up, and small for unrelated matrices.
+    (values). It is about 1 when the two line up; :func:`composition_baseline` gives its level for random matrices.
 
     Shape:
         - output: ``{"Q": ..., "K": ..., "V": ...}``, each ``(num_heads,)``
@@ -405,19 +406,52 @@ def composition_scores(model: AttentionOnlyTransformer, head: int) -> dict[str, 
     def ov(mha: MultiHeadAttention, h: int) -> Tensor:  # (num_hiddens, num_hiddens): residual in -> residual out
         return mha.W_o.weight[:, rows(mha, h, mha.v_head_dim)] @ mha.W_v.weight[rows(mha, h, mha.v_head_dim)]
 
-    def score(A: Tensor, B: Tensor) -> float:
-        return (torch.linalg.matrix_norm(A @ B) / (torch.linalg.matrix_norm(A) * torch.linalg.matrix_norm(B))).item()
-
     B = ov(first, head)
     scores: dict[str, list[float]] = {"Q": [], "K": [], "V": []}
     with torch.no_grad():
         for h in range(second.num_heads):
             q, k = (W.weight[rows(second, h, second.head_dim)] for W in (second.W_q, second.W_k))
             W_qk = q.T @ k  # query x . key x
-            scores["Q"].append(score(W_qk.T, B))
-            scores["K"].append(score(W_qk, B))
-            scores["V"].append(score(ov(second, h), B))
+            scores["Q"].append(_composition(W_qk.T, B))
+            scores["K"].append(_composition(W_qk, B))
+            scores["V"].append(_composition(ov(second, h), B))
     return {kind: torch.tensor(values, dtype=torch.float64) for kind, values in scores.items()}
+
+
+def composition_baseline(model: AttentionOnlyTransformer, draws: int = 1000, seed: int = 0) -> dict[str, Tensor]:
+    """The chance level of :func:`composition_scores`: the same scores of independent random Gaussian matrices with
+    the shapes and rank of the model's own.
+
+    Each draw makes a layer-1 ``W_o W_v`` and a layer-2 head's ``W_q``, ``W_k``, ``W_o`` and ``W_v`` from standard
+    normal entries (float64, a generator seeded with ``seed``), in the sizes of ``model``'s, and scores them as
+    :func:`composition_scores` does.
+
+    Shape:
+        - output: ``{"Q": ..., "K": ..., "V": ...}``, each ``(draws,)``
+    """
+    first = _head_of(model, 0, 0)
+    if len(model.layers) != 2:
+        raise ValueError(_("model must have 2 layers, got {count}").format(count=len(model.layers)))
+    draws = require_positive_int("draws", draws)
+    generator = torch.Generator().manual_seed(require_nonnegative_int("seed", seed))
+    second, num_hiddens = model.layers[1], first.W_o.weight.shape[0]
+
+    def gaussian(rows: int, cols: int) -> Tensor:
+        return torch.randn(rows, cols, generator=generator, dtype=torch.float64)
+
+    scores: dict[str, list[float]] = {"Q": [], "K": [], "V": []}
+    for _draw in range(draws):
+        B = gaussian(num_hiddens, first.v_head_dim) @ gaussian(first.v_head_dim, num_hiddens)  # layer 1's W_o W_v
+        W_qk = gaussian(second.head_dim, num_hiddens).T @ gaussian(second.head_dim, num_hiddens)  # W_q^T W_k
+        W_ov = gaussian(num_hiddens, second.v_head_dim) @ gaussian(second.v_head_dim, num_hiddens)  # layer 2's
+        for kind, A in (("Q", W_qk.T), ("K", W_qk), ("V", W_ov)):
+            scores[kind].append(_composition(A, B))
+    return {kind: torch.tensor(values, dtype=torch.float64) for kind, values in scores.items()}
+
+
+def _composition(A: Tensor, B: Tensor) -> float:
+    """Elhage et al.'s composition score ``||A B||_F / (||A||_F ||B||_F)``."""
+    return (torch.linalg.matrix_norm(A @ B) / (torch.linalg.matrix_norm(A) * torch.linalg.matrix_norm(B))).item()
 
 
 @torch.no_grad()

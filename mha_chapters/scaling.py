@@ -204,7 +204,8 @@ def plot_softmax_saturation(result: SoftmaxSaturation, figsize: tuple[float, flo
         ax.set_xlabel(figure_text("$d_k$ (features per query and key)"))
         ax.set_ylabel(figure_text(ylabel))
         ax.set_title(figure_text(title))
-    right.legend(loc="center right", fontsize="small")
+    handles, labels = right.get_legend_handles_labels()  # the same four lines in both panels: one legend below
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small")
     fig.suptitle(figure_text("Softmax over {m} keys: without scaling it saturates as $d_k$ grows").format(m=m))
     return fig
 

@@ -263,6 +263,8 @@ def lens_unchanged(valid_lens, num_heads):
 
 
 CHAPTER_03 = [
+    (ch03.check_samples_by_hand, ([[14, 15], [16, 17]], [[20, 21], [22, 23]]), "a reshape alone"),
+    (ch03.check_samples_by_hand, ([[12, 13], [16, 17]], ...), "replace each ..."),
     (ch03.check_folded_sample, ((9, 2, 2), 5), "head-major order"),
     (ch03.check_folded_sample, (torch.Size([9, 2, 2]), 6), "samples are counted from 0"),
     (ch03.check_folded_sample, ((3, 3, 2, 2), 7), "that is the shape after the permute"),
@@ -412,6 +414,7 @@ CORRECT_SOLUTIONS = [
     (ch02.check_causal_counts, torch.tensor([1, 2, 3])),
     (ch02.check_attention, attention_right),
     (ch02.check_masked_softmax, softmax_right),
+    (ch03.check_samples_by_hand, ([[12, 13], [16, 17]], [[20, 21], [24, 25]])),
     (ch03.check_folded_sample, ((9, 2, 2), 7)),
     (ch03.check_transpose_qkv, qkv_right),
     (ch03.check_transpose_output, output_right),

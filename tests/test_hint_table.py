@@ -131,3 +131,39 @@ def test_the_hint_names_what_was_detected(label, mistake, phrases):
     assert all(phrase in line for phrase in phrases), line
     if label == "11 E1":
         assert "and / or" not in line  # review B: the builtin max was blamed on and / or
+
+
+# Issue 54 (review A, defect 7): chapter 03's "work it out on paper first" is a predict exercise; each typical way
+# of getting samples 1 and 2 of the folded 10..27 tensor wrong is named by its own hint.
+X_1027 = torch.tensor([[[10, 11, 12, 13], [14, 15, 16, 17]], [[20, 21, 22, 23], [24, 25, 26, 27]]])
+
+
+def _samples(folded):
+    return (folded[1].tolist(), folded[2].tolist())
+
+
+CH03_E1 = {
+    "a reshape alone": (_samples(X_1027.reshape(4, 2, 2)), ["a reshape alone"]),
+    "head-major": (_samples(X_1027.reshape(2, 2, 2, 2).permute(2, 0, 1, 3).reshape(4, 2, 2)), ["head-major"]),
+    "counted from 1": (_samples(torch.cat([X_1027[:1, :, :2].reshape(1, 2, 2), X_1027.reshape(2, 2, 2, 2)
+                                           .permute(0, 2, 1, 3).reshape(4, 2, 2)])), ["counted from 0"]),
+    "features as rows": (_samples(X_1027.reshape(2, 2, 2, 2).permute(0, 2, 3, 1).reshape(4, 2, 2)),
+                         ["features as rows"]),
+    "sample 2 with head 1": (([[12, 13], [16, 17]], [[22, 23], [26, 27]]), ["sample 1 is right"]),
+}
+
+
+def test_ch03_samples_by_hand_each_mistake_named():
+    from mha_chapters.exercises import ch03
+
+    right = ch03.transpose_qkv(X_1027, 2)
+    assert verdict(ch03.check_samples_by_hand, _samples(right)).startswith("✅")
+    assert verdict(ch03.check_samples_by_hand, (right[1], right[2])).startswith("✅")  # tensors count too
+    lines = {}
+    for mistake, (answer, phrases) in CH03_E1.items():
+        line = verdict(ch03.check_samples_by_hand, answer)
+        assert line.startswith(NOT_YET), f"{mistake}: {line}"
+        assert all(phrase in line for phrase in phrases), f"{mistake}: {line}"
+        assert not any(phrase in line for phrase in GENERIC), f"{mistake}: {line}"
+        lines[mistake] = line
+    assert len(set(lines.values())) == len(lines)

@@ -262,6 +262,7 @@ def test_plot_phase_change_draws_one_line_per_run():
 
 from mha_chapters.induction import (  # noqa: E402
     bag_of_context_loss,
+    composition_baseline,
     composition_scores,
     copying_score,
     ov_circuit,
@@ -311,6 +312,30 @@ def test_composition_scores_are_1_for_aligned_matrices_and_smaller_for_unrelated
         second.W_o.weight[:, :4] = first.W_v.weight[:4].T
     aligned = composition_scores(model, 0)["V"]
     assert aligned[0] > scores["V"][0]
+
+
+def test_the_composition_baseline_is_what_untrained_models_score():
+    model = build_model(SMALL, num_layers=2, num_hiddens=8, num_heads=2, seed=0)
+    baseline = composition_baseline(model, draws=300, seed=0)
+    assert set(baseline) == {"Q", "K", "V"} and all(s.shape == (300,) for s in baseline.values())
+    torch.testing.assert_close(composition_baseline(model, draws=300, seed=0)["K"], baseline["K"])  # seeded
+    assert not torch.equal(composition_baseline(model, draws=300, seed=1)["K"], baseline["K"])
+    untrained = {"Q": [], "K": [], "V": []}  # independent initialisations are random matrices of the same shapes
+    for seed in range(50):
+        fresh = build_model(SMALL, num_layers=2, num_hiddens=8, num_heads=2, seed=seed)
+        for head in range(2):
+            for kind, scores in composition_scores(fresh, head).items():
+                untrained[kind] += scores.tolist()
+    for kind, scores in baseline.items():
+        assert scores.mean().item() == pytest.approx(sum(untrained[kind]) / len(untrained[kind]), abs=0.02)
+    wider = composition_baseline(build_model(SMALL, 2, num_hiddens=32, num_heads=2, seed=0), draws=300)
+    assert wider["K"].mean() < baseline["K"].mean() - 0.1  # larger matrices overlap less by chance
+    with pytest.raises(ValueError, match="draws"):
+        composition_baseline(model, draws=0)
+    with pytest.raises(ValueError, match="seed"):
+        composition_baseline(model, seed=-1)
+    with pytest.raises(ValueError, match="model must have 2 layers"):
+        composition_baseline(build_model(SMALL, num_layers=1, num_hiddens=8, num_heads=2, seed=0))
 
 
 def test_path_ablation_of_nothing_is_the_model_itself_and_each_path_changes_only_its_input():

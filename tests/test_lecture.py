@@ -393,3 +393,133 @@ def test_a_chinese_character_in_code_takes_two_columns_so_its_line_wraps_sooner(
     assert deck.visual_lines(latin) == 1 and deck.visual_lines(chinese) == 2
     assert deck.code_font([chinese]) == (deck.MIN_CODE_PX, True)
     assert deck.code_font([latin])[1] is False
+
+
+# --- figures on the slides (issue 52: every figure a lecture refers to is on a slide) -------------------------
+
+import re  # noqa: E402
+
+# A word that names a figure, in the lead-in of a slide ("`show_heatmaps` draws ... with the masks of section 6:")
+# or next to "below". Chosen so that the prose of the chapters does not fire falsely: not "draw" ("drawn anew"),
+# "curve" (which often refers back to the figure above), "below" alone ("below 28 px") or a bare 图 (意图, 试图).
+FIGURE_WORDS = {"en": re.compile(r"(?<![a-z])(figures?|heatmaps?|plot(s|ted)?|pictures?|drawings?|draws)(?![a-z])",
+                                 re.IGNORECASE),  # also inside a name: `show_heatmaps` draws ...
+                "zh-CN": re.compile(r"热图|热力图|下图|如图|图中|此图|这张图|该图|图示|画出|绘制"
+                                    r"|(?<![a-z])(heatmaps?|plot)(?![a-z])",  # and names: `show_heatmaps` 画出
+                                    re.IGNORECASE)}
+BELOW = {"en": re.compile(r"\b(figure|heatmap|plot|picture|drawing)s? below\b", re.IGNORECASE),
+         "zh-CN": re.compile(r"下图|如下图")}
+# Slides that name a figure without announcing one, by a phrase their text has in both languages, and why.
+NOT_ANNOUNCING = {"05_interactive_explorer": ("render_explorer(config)",
+                                              "describes the SVG string a widget receives; the heatmaps are on the "
+                                              "slides of section 4")}
+DECKS = [(language, path) for language, paths in (("en", NOTEBOOKS), ("zh-CN", ZH_NOTEBOOKS)) for path in paths
+         if path.name[:2].isdigit()]
+
+
+def deck_slides(slides: nbformat.NotebookNode) -> list[list[nbformat.NotebookNode]]:
+    """The cells of each slide of a deck (speaker notes left out); a slide that only continues the outputs of the
+    cell before it (deck.py: code on one slide, its figure on the next) counts as part of that slide."""
+    grouped: list[list[nbformat.NotebookNode]] = []
+    for cell in slides.cells:
+        kind = cell.metadata.get("slideshow", {}).get("slide_type")
+        if kind == "notes":
+            continue
+        if kind == "slide" or not grouped:
+            grouped.append([])
+        grouped[-1].append(cell)
+    merged: list[list[nbformat.NotebookNode]] = []
+    for cells in grouped:
+        if merged and any(str(c.get("id", "")).endswith("-outputs") for c in cells):
+            merged[-1] += cells
+        else:
+            merged.append(cells)
+    return merged
+
+
+def shows_figure(cells: list[nbformat.NotebookNode]) -> bool:
+    """Whether a cell among ``cells`` shows an image: SVG, PNG, or HTML that embeds one."""
+    return any(any(kind in output.get("data", {}) for kind in deck.FIGURE_TYPES)
+               or re.search(r"<svg|<img", str(output.get("data", {}).get("text/html", "")))
+               for cell in cells for output in cell.get("outputs", []))
+
+
+def announced_figure(cells: list[nbformat.NotebookNode], language: str) -> str | None:
+    """The words with which a slide announces a figure, or None: a figure word in the last two paragraphs of its
+    prose when the prose ends with a colon (it leads into what follows), or "figure below" anywhere."""
+    prose = [cell.source.rstrip() for cell in cells if cell.cell_type == "markdown" and cell.source.strip()]
+    if not prose:
+        return None
+    last = prose[-1]
+    if last.endswith((":", "：")):
+        lead_in = "\n\n".join(re.split(r"\n\s*\n", last)[-2:])
+        found = FIGURE_WORDS[language].search(re.sub(r"\$[^$]*\$", "", lead_in))
+        if found:
+            return lead_in[max(0, found.start() - 40):][:160]
+    found = BELOW[language].search("\n".join(prose))
+    return found.group(0) if found else None
+
+
+def unexecuted(nb: nbformat.NotebookNode) -> list[int]:
+    """The deck's code cells that have never run (no output, no execution count): their figures are not there yet."""
+    setup = deck.setup_cells(nb)
+    return [index for index, cell in enumerate(nb.cells)
+            if cell.cell_type == "code" and deck.in_deck(cell) and index not in setup and cell.source.strip()
+            and not cell.get("outputs") and cell.get("execution_count") is None]
+
+
+@pytest.mark.parametrize(("language", "path"), DECKS, ids=[f"{lang}-{p.name[:2]}" for lang, p in DECKS])
+def test_every_deck_shows_a_figure_after_each_slide_that_announces_one(language, path):
+    nb = nbformat.read(path, as_version=4)
+    if unexecuted(nb):
+        pytest.skip(f"{path.name}: deck cells {unexecuted(nb)} were never executed (make outputs; make zh)")
+    slides = deck_slides(deck.deck_notebook(nb))
+    assert any(shows_figure(cells) for cells in slides), (
+        f"{path.name}: its deck shows no figure; give a cell that draws one the metadata {{\"lecture\": {{}}}} "
+        "(or {\"lecture\": {\"show\": \"figures\"}} where its code is long)")
+    exempt = NOT_ANNOUNCING.get(path.stem)
+    missing = []
+    for number, cells in enumerate(slides):
+        words = announced_figure(cells, language)
+        if not words or (exempt and any(exempt[0] in cell.source for cell in cells)):
+            continue
+        if not shows_figure(cells) and not (number + 1 < len(slides) and shows_figure(slides[number + 1])):
+            missing.append(f"slide group {number + 1} announces a figure ({words!r}) but neither it nor the next "
+                           "shows one: put the figure's cell on the deck (metadata lecture)")
+    assert missing == [], f"{path.name}:\n" + "\n".join(missing)
+
+
+def test_a_slide_that_announces_a_figure_it_does_not_show_is_found():
+    announcing = new_markdown_cell("## 7. Seeing the weights\n\n`show_heatmaps` draws the weights.\n\n"
+                                   "Two random sequences:", metadata={"lecture": {}})
+    printed = new_code_cell("print(1)", metadata={"lecture": {}},
+                            outputs=[new_output("stream", name="stdout", text="1\n")])
+    figure = new_code_cell("draw()", metadata={"lecture": {}}, outputs=[
+        new_output("display_data", {"image/png": png(400, 300), "text/plain": "<Figure>"})])
+    later = new_markdown_cell("## 8. Next\n\nMore text.", metadata={"lecture": {}})
+    without = deck_slides(deck.deck_notebook(chapter(announcing, printed, later)))
+    assert announced_figure(without[0], "en") and not shows_figure(without[0] + without[1])
+    shown = deck_slides(deck.deck_notebook(chapter(announcing, figure, later)))
+    assert shows_figure(shown[0])
+    # a figure word that does not lead into the next cell, or "below" alone, announces nothing
+    plain = deck_slides(deck.deck_notebook(chapter(new_markdown_cell(
+        "## 1. Text\n\nThe figure above showed it. Sizes below 28 px are too small.", metadata={"lecture": {}}))))
+    assert announced_figure(plain[0], "en") is None
+    zh = deck_slides(deck.deck_notebook(chapter(new_markdown_cell("## 7. 看看权重\n\n下面画出热图：",
+                                                                  metadata={"lecture": {}}), printed)))
+    assert announced_figure(zh[0], "zh-CN") and not shows_figure(zh[0])
+
+
+def test_a_cell_shown_as_figures_only_puts_its_figures_alone_on_a_slide():
+    code = "\n".join(f"x{i} = {i}" for i in range(30)) + "\ndraw()"
+    figure = new_code_cell(code, metadata={"lecture": {"show": "figures"}}, outputs=[
+        new_output("stream", name="stdout", text="printed\n"),
+        new_output("display_data", {"image/png": png(400, 300), "text/plain": "<Figure>"})])
+    slides = deck.deck_notebook(chapter(new_markdown_cell("## 1. A figure", metadata={"lecture": {}}), figure))
+    code_cells = [cell for cell in slides.cells if cell.cell_type == "code"]
+    assert len(code_cells) == 1 and code_cells[0].source == "" and deck.slide_count(slides) == 1
+    assert [list(o.data) for o in code_cells[0].outputs] == [["image/png", "text/plain"]]
+    assert deck.OUTPUT_ONLY_TAG in code_cells[0].metadata.tags
+    figure.metadata.lecture = {"show": "code"}
+    with pytest.raises(ValueError, match="lecture.show"):
+        deck.deck_notebook(chapter(new_markdown_cell("## 1. A figure", metadata={"lecture": {}}), figure))

@@ -1,6 +1,7 @@
 """The exercises of chapter 03, splitting heads.
 
-``check_folded_sample``, ``check_transpose_qkv``, ``check_transpose_output``, ``check_repeat_valid_lens``
+``check_samples_by_hand``, ``check_folded_sample``, ``check_transpose_qkv``, ``check_transpose_output``,
+``check_repeat_valid_lens``
 """
 
 from __future__ import annotations
@@ -15,7 +16,30 @@ from mha_lib.functional import transpose_output, transpose_qkv
 from ..i18n import _
 from ._engine import check_answer, check_function, int_cases
 
-__all__ = ['check_folded_sample', 'check_repeat_valid_lens', 'check_transpose_output', 'check_transpose_qkv']
+__all__ = ['check_folded_sample', 'check_repeat_valid_lens', 'check_samples_by_hand', 'check_transpose_output',
+           'check_transpose_qkv']
+
+
+def check_samples_by_hand(answer: Any) -> None:
+    """Exercise: the 10..27 tensor of section 1 through ``transpose_qkv(X, 2)``: samples 1 and 2 of the result."""
+    check_answer(answer, (((12, 13), (16, 17)), ((20, 21), (24, 25))), name=_("samples 1 and 2"), hints={
+        (((14, 15), (16, 17)), ((20, 21), (22, 23))): _(
+            "that is X.reshape(4, 2, 2), a reshape alone: it cuts memory in order, so sample 1 is token 1 of "
+            "sentence 0. The permute(0, 2, 1, 3) first puts each head's columns of all tokens together."),
+        (((20, 21), (24, 25)), ((12, 13), (16, 17))): _(
+            "your samples are in head-major order (h * batch_size + b): head 0 of both sentences, then head 1. The "
+            "permute keeps the sentence first: sample = b * num_heads + h, so sample 1 is sentence 0, head 1."),
+        (((10, 11), (14, 15)), ((12, 13), (16, 17))): _(
+            "samples are counted from 0: sample 1 is the second sample, sentence 0, head 1 (1 = 0 * 2 + 1), and "
+            "sample 2 is sentence 1, head 0."),
+        (((12, 16), (13, 17)), ((20, 24), (21, 25))): _(
+            "you wrote each sample with its features as rows; the tokens stay rows (seq_len, head_dim): token 0's "
+            "two features, then token 1's."),
+        (((12, 13), (16, 17)), ((22, 23), (26, 27))): _(
+            "sample 1 is right; sample 2 is sentence 1, head 0 (2 = 1 * 2 + 0): features 0-1 of sentence 1, not "
+            "features 2-3."),
+    }, success=_("sample b * num_heads + h holds sentence b's tokens, head h's features: sample 1 is sentence 0, "
+                 "head 1, and sample 2 sentence 1, head 0."))
 
 
 def check_folded_sample(answer: Any) -> None:

@@ -7,6 +7,7 @@ speaker notes of the slide the cell is on (reveal.js: press S)::
 
     "metadata": {"lecture": {}}                                  the cell is on a slide
     "metadata": {"lecture": {"notes": "Ask first: which ..."}}   ... with speaker notes
+    "metadata": {"lecture": {"show": "figures"}}                 only its figures: the code is too long for a slide
 
 How the selected cells become slides (:func:`deck_notebook`):
 
@@ -18,6 +19,8 @@ How the selected cells become slides (:func:`deck_notebook`):
   and its checker cells without their outputs (a "Correct" would give the answer away);
 - a code cell too tall for a slide of its own even so (a figure or a table cannot be cut) shows its code on one
   slide and its outputs on the next;
+- a code cell whose metadata says ``"lecture": {"show": "figures"}`` shows only its figures (no code, no printed
+  text): for a figure whose code is too long for a slide;
 - code and printed lines get a smaller font (down to ``MIN_CODE_PX``) where the longest line would not fit the
   width, and wrap beyond that; printed output longer than the room on the slide is cut, with a line that says so;
   figures are scaled to at most ``FIGURE_MAX_PX`` high;
@@ -66,7 +69,9 @@ MIN_OUTPUT_LINES = 4  # a printed output is never cut shorter than this
 MORE_LINES = {"en": "⋯ {count} more lines: run the notebook to see them",
               "zh-CN": "⋯ 还有 {count} 行：运行 notebook 即可看到"}
 CONTINUED = {"en": "{heading} (continued)", "zh-CN": "{heading}（续）"}
-LEFT_OUT = "# ⋯"  # in place of the lines a cell's ``lecture.lines`` leaves out
+LEFT_OUT = "# ⋯"
+SHOW_FIGURES = "figures"  # ``lecture.show``: the slide shows the cell's figures only, not its code or printed text
+FIGURE_TYPES = ("image/svg+xml", "image/png")  # in place of the lines a cell's ``lecture.lines`` leaves out
 
 _CJK = re.compile(r"[\u2e80-\u9fff\uff00-\uffef]")
 _HEADING = re.compile(r"^(#{1,3})\s+(.*\S)\s*$")
@@ -86,6 +91,27 @@ def speaker_notes(cell: nbformat.NotebookNode) -> str:
     entry = cell.get("metadata", {}).get(LECTURE_KEY)
     notes = entry.get("notes", "") if isinstance(entry, dict) else ""
     return "".join(notes) if isinstance(notes, list) else notes
+
+
+def figure_outputs(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """The outputs of a code cell that are figures (an image: SVG or PNG)."""
+    return [output for output in cell.get("outputs", [])
+            if any(kind in output.get("data", {}) for kind in FIGURE_TYPES)]
+
+
+def figures_only(cell: nbformat.NotebookNode) -> bool:
+    """Whether the cell's slide shows only its figures (``lecture.show`` is ``"figures"``), not its code.
+
+    Raises ValueError naming the cell when ``lecture.show`` is given another value or on a markdown cell.
+    """
+    entry = cell.get("metadata", {}).get(LECTURE_KEY)
+    show = entry.get("show") if isinstance(entry, dict) else None
+    if show is None:
+        return False
+    if show != SHOW_FIGURES or cell.cell_type != "code":
+        raise ValueError(f"cell {cell.get('id', '?')}: metadata lecture.show: expected \"{SHOW_FIGURES}\" on a code "
+                         f"cell (its slide shows its figures, not its code), got {show!r} on a {cell.cell_type} cell")
+    return True
 
 
 def has_deck(nb: nbformat.NotebookNode) -> bool:
@@ -506,8 +532,14 @@ def deck_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             cell = copy.deepcopy(original)
             cell.metadata = {k: v for k, v in cell.metadata.items() if k in ("tags",)}
             cell.source = shown_lines(original)
+            if figures_only(original):  # the figures alone, as a cell whose code is on no slide
+                cell.source = ""
+                cell.outputs = figure_outputs(cell)
+                cell.metadata["tags"] = [*cell.metadata.get("tags", []), OUTPUT_ONLY_TAG]
             enlarge_figures(cell)
             pieces = code_chunks(cell.source) if visual_lines(cell.source) > MAX_CODE_LINES else [cell.source]
+            if not cell.source and not cell.outputs:  # figures only, but not executed: nothing to show
+                pieces = []
             for number, piece in enumerate(pieces):
                 part = copy.deepcopy(cell)
                 part.source = piece
