@@ -3,6 +3,7 @@
 import copy
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,7 @@ def test_the_cell_goes_before_the_first_code_cell_and_counts_move_up():
     assert [cell.cell_type for cell in notebook.cells] == ["markdown", "code", "code", "markdown", "code"]
     cell = notebook.cells[1]
     assert cell.source == colab.INSTALL_CELL and cell.metadata.tags == [colab.TAG] and cell.outputs == []
+    assert cell.metadata.jupyter == {"source_hidden": True}  # folded: a reader sees one line, not pip boilerplate
     assert [cell.execution_count for cell in notebook.cells if cell.cell_type == "code"] == [1, 2, 3]
     assert notebook.cells[4].outputs[0].execution_count == 3
     assert colab.is_current(notebook)
@@ -70,23 +72,74 @@ def test_the_cell_is_silent_where_mha_lib_is_installed(capfd):
     assert capfd.readouterr() == ("", "")
 
 
-def test_the_cell_pip_installs_the_repository_where_mha_lib_is_missing(monkeypatch):
+def run_cell(monkeypatch, cell: str, on_colab: bool, pip_fails: bool = False, real_shell=None) -> list:
+    """Run an install cell where mha_lib is missing, with subprocess.run recorded; its calls."""
     calls = []
+
+    def run(command, **options):
+        calls.append((command, options))
+        if real_shell is not None and options.get("shell"):
+            return real_shell(command, **options)
+        if pip_fails:
+            return subprocess.CompletedProcess(command, 1, "", "WARNING: x\nERROR: No matching distribution found\n")
+        return subprocess.CompletedProcess(command, 0, "", "")
+
     monkeypatch.setitem(sys.modules, "mha_lib", None)  # `import mha_lib` now raises ModuleNotFoundError
-    monkeypatch.setattr(subprocess, "run", lambda command, check: calls.append((command, check)))
-    exec(compile(colab.INSTALL_CELL, "install-cell", "exec"), {})
-    assert calls == [([sys.executable, "-m", "pip", "install", "--quiet",
-                       f"mha-notebooks @ git+{colab.REPOSITORY_URL}"], True)]
+    if on_colab:
+        monkeypatch.setitem(sys.modules, "google.colab", type(sys)("google.colab"))
+    else:
+        monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    monkeypatch.setattr(subprocess, "run", run)
+    exec(compile(cell, "install-cell", "exec"), {})
+    return calls
+
+
+PIP = [sys.executable, "-m", "pip", "install", "--quiet", f"mha-notebooks @ git+{colab.REPOSITORY_URL}@{colab.REF}"]
+
+
+def test_on_colab_the_cell_installs_the_latest_release_quietly(monkeypatch, capfd):
+    (pip,) = run_cell(monkeypatch, colab.INSTALL_CELL, on_colab=True)
+    assert pip == (PIP, {"capture_output": True, "text": True})
+    assert capfd.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize("cell", [colab.INSTALL_CELL, colab.INSTALL_CELL_ZH], ids=["en", "zh_CN"])
+def test_a_failed_install_is_one_line_with_pips_reason_not_a_traceback(monkeypatch, capfd, cell):
+    run_cell(monkeypatch, cell, on_colab=True, pip_fails=True)
+    out, err = capfd.readouterr()
+    assert err == "" and out.count("\n") == 1 and "ERROR: No matching distribution found" in out
+    assert ("README" in out) and ("Traceback" not in out)
+
+
+@pytest.mark.parametrize("cell, words", [(colab.INSTALL_CELL, "This kernel has no mha_lib"),
+                                         (colab.INSTALL_CELL_ZH, "这个内核里没有 mha_lib")], ids=["en", "zh_CN"])
+def test_off_colab_the_cell_installs_nothing_and_says_what_to_do_in_one_line(monkeypatch, capfd, cell, words):
+    # A Jupyter without mha_lib on a reader's own machine: no pip into someone else's environment, no apt-get.
+    assert run_cell(monkeypatch, cell, on_colab=False) == []
+    out, err = capfd.readouterr()
+    assert err == "" and out.count("\n") == 1 and out.startswith(words)
+    assert "python3 -m tools.start" in out and "py -m tools.start" in out
+
+
+def test_the_release_is_mha_libs_version_or_the_release_before_it(tmp_path):
+    library = tmp_path / "__init__.py"
+    for version, release in [("2026.11.0.post0.dev0", "2026.11.0"), ("2026.12.0", "2026.12.0")]:
+        library.write_text(f'"""mha_lib."""\n\n__version__ = "{version}"\n')
+        assert colab.latest_release(library) == release
+    assert colab.RELEASE == colab.latest_release() and colab.REF == f"v{colab.RELEASE}"
+    newest = re.search(r"^## \[(\d+\.\d+\.\d+)\] - ", (ROOT / "CHANGELOG.md").read_text(), re.MULTILINE)
+    assert colab.RELEASE == newest.group(1)  # the newest release in CHANGELOG.md, not one still to come
 
 
 def test_the_repository_url_is_a_github_repository():
     assert colab.REPOSITORY_URL == colab.repository_url()  # from pyproject.toml, the one place
     owner_name = colab.REPOSITORY_URL.removeprefix("https://github.com/")
     assert owner_name.count("/") == 1
+    # The badges open the release the install cell installs: chapter and library match.
     assert colab.colab_url(Path("03_splitting_heads.ipynb")) == (
-        f"https://colab.research.google.com/github/{owner_name}/blob/main/chapters/03_splitting_heads.ipynb")
+        f"https://colab.research.google.com/github/{owner_name}/blob/{colab.REF}/chapters/03_splitting_heads.ipynb")
     assert colab.binder_url(Path("00_start_here.ipynb")) == (
-        f"https://mybinder.org/v2/gh/{owner_name}/HEAD?urlpath=lab/tree/chapters/00_start_here.ipynb")
+        f"https://mybinder.org/v2/gh/{owner_name}/{colab.REF}?urlpath=lab/tree/chapters/00_start_here.ipynb")
 
 
 def test_badges_give_binder_and_one_colab_badge_per_chapter():
@@ -119,37 +172,16 @@ def test_every_chapter_starts_with_the_current_install_cell():
 
 # The Chinese edition's cell (zh-CN/): on Colab it also installs a font with Chinese glyphs for the figures.
 
-def run_chinese_cell(monkeypatch, on_colab: bool, real_shell=None) -> list:
-    calls = []
-
-    def run(command, **options):
-        calls.append((command, options))
-        if real_shell is not None and options.get("shell"):
-            return real_shell(command, **options)
-        return subprocess.CompletedProcess(command, 0)
-
-    monkeypatch.setitem(sys.modules, "mha_lib", None)
-    if on_colab:
-        monkeypatch.setitem(sys.modules, "google.colab", type(sys)("google.colab"))
-    else:
-        monkeypatch.delitem(sys.modules, "google.colab", raising=False)
-    monkeypatch.setattr(subprocess, "run", run)
-    exec(compile(colab.INSTALL_CELL_ZH, "install-cell", "exec"), {})
-    return calls
-
-
 def test_the_chinese_cell_installs_mha_lib_then_on_colab_the_cjk_font(monkeypatch):
-    (pip, font) = run_chinese_cell(monkeypatch, on_colab=True)
-    assert pip == ([sys.executable, "-m", "pip", "install", "--quiet", f"mha-notebooks @ git+{colab.REPOSITORY_URL}"],
-                   {"check": True})
+    (pip, font) = run_cell(monkeypatch, colab.INSTALL_CELL_ZH, on_colab=True)
+    assert pip == (PIP, {"capture_output": True, "text": True})
     command, options = font
     assert options == {"shell": True} and "apt-get install" in command and "fonts-noto-cjk" in command
 
 
-def test_the_chinese_cell_installs_no_font_off_colab(monkeypatch):
-    # A Jupyter without mha_lib on a reader's own machine: pip only, never apt-get.
-    (pip,) = run_chinese_cell(monkeypatch, on_colab=False)
-    assert pip[0][-1] == f"mha-notebooks @ git+{colab.REPOSITORY_URL}"
+def test_the_chinese_cell_installs_no_font_when_pip_failed(monkeypatch):
+    (pip,) = run_cell(monkeypatch, colab.INSTALL_CELL_ZH, on_colab=True, pip_fails=True)
+    assert pip[0] == PIP
 
 
 def test_the_chinese_cell_is_silent_where_mha_lib_is_installed(capfd):
@@ -171,7 +203,7 @@ esac
     fake.chmod(0o755)
     real_run = subprocess.run
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    run_chinese_cell(monkeypatch, on_colab=True, real_shell=lambda command, **options: real_run(command, **options))
+    run_cell(monkeypatch, colab.INSTALL_CELL_ZH, on_colab=True, real_shell=real_run)
     assert log.read_text().splitlines() == ["install --yes --quiet --quiet fonts-noto-cjk", "update --quiet --quiet",
                                             "install --yes --quiet --quiet fonts-noto-cjk"]
 
@@ -186,7 +218,8 @@ def test_each_edition_gets_the_cell_of_its_language(tmp_path):
     assert colab.is_current(notebook, "zh_CN") and not colab.is_current(notebook, "en")
     assert not colab.add_install_cell(notebook, "zh_CN")
     assert colab.add_install_cell(notebook, "en") and colab.is_current(notebook)
-    # The Chinese cell is the English one plus the font: the same pip command, word for word.
-    english_code = [line for line in colab.INSTALL_CELL.splitlines() if not line.startswith("#")]
-    chinese_code = [line for line in colab.INSTALL_CELL_ZH.splitlines() if not line.startswith("#")]
-    assert chinese_code[:len(english_code)] == english_code
+    # The Chinese cell installs what the English one does, with the same lines of code.
+    def code(cell: str) -> list[str]:
+        return [line for line in cell.splitlines() if not line.startswith("#")
+                and any(word in line for word in ("import", "subprocess", "release"))]
+    assert code(colab.INSTALL_CELL_ZH)[:len(code(colab.INSTALL_CELL))] == code(colab.INSTALL_CELL)

@@ -387,12 +387,17 @@ def test_the_install_ref_finder_sees_a_ref_or_none():
     assert {m["ref"] for m in INSTALL_REF.finditer(cell)} == {"0123abc"}
 
 
-def test_the_colab_install_cells_pin_nothing_or_a_release_commit(clone):
+def test_the_colab_install_cells_pin_a_release(clone):
     refs = install_refs()
     assert any(name.startswith("notebooks/") for name in refs) and any(name.startswith("zh-CN/") for name in refs), (
         "the Colab install cell was not found: the notebooks no longer install from git+https")
-    recorded = {commit for commit in release_commits(changelog()).values() if commit}
+    commits = release_commits(changelog())
+    recorded = {commit for commit in commits.values() if commit}
     for name, found in refs.items():
-        for ref in found - {None}:  # None: the newest main, as a reader opening a chapter from GitHub expects
-            assert ref in recorded and resolves(ref) == ref, (
-                f"{name} installs mha-notebooks at {ref}: pin a release commit recorded in CHANGELOG.md, or none")
+        assert None not in found, f"{name} installs mha-notebooks from git+https without a ref: pin a release"
+        for ref in found:
+            # A release's tag (test_a_tag_in_this_clone_is_its_release_commit checks where a tag points), or a
+            # release commit recorded in CHANGELOG.md.
+            tag = TAG.fullmatch(ref)
+            assert (tag and tag["version"] in commits) or (ref in recorded and resolves(ref) == ref), (
+                f"{name} installs mha-notebooks at {ref}: pin a release (vVERSION or its recorded commit)")

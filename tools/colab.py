@@ -13,10 +13,13 @@ the output of ``--badges`` into docs/online.md, and ``--check`` passes again. Th
 ``chapters/`` (exercises unsolved, solutions one click away); its notebooks get the install cell from notebooks/.
 
 Where ``import mha_lib`` works (``make lab``, Binder, CI) the cell does nothing and prints nothing, so the
-stored outputs and nbval are unaffected. On Colab it pip-installs the collection from its repository; in the
-Chinese edition (zh-CN/) it also installs Debian's fonts-noto-cjk there, since Colab has no font with Chinese
-glyphs and mha_lib draws the figures' text in Chinese only where it finds one. The Chinese cell is the only code
-cell besides the language switch that differs between the editions; tools/translate.py takes it from here.
+stored outputs and nbval are unaffected. Where it is missing, the cell installs on Colab the collection's latest
+release (the tag ``vVERSION`` of ``latest_release()``, which the badges open too, so chapter and library match) and
+elsewhere prints one line, in the edition's language, that says what to do; a failed install is one line too. In the
+Chinese edition (zh-CN/) it also installs Debian's fonts-noto-cjk on Colab, which has no font with Chinese glyphs;
+mha_lib draws the figures' text in Chinese only where it finds one. The cell is folded in every edition
+(``jupyter.source_hidden``). The Chinese cell is the only code cell besides the language switch that differs between
+the editions; tools/translate.py takes it from here.
 The cell is found again by its tag, so running the tool twice changes nothing, and a changed cell text
 replaces the old one. When the cell is added to an executed notebook, it gets execution count 1 and the
 later counts move up by one, so the notebook still reads as run top to bottom in a fresh kernel.
@@ -31,6 +34,7 @@ import tomllib
 from pathlib import Path
 
 import nbformat
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -44,7 +48,6 @@ LANGUAGES = {
     "en": (NOTEBOOKS, CHAPTERS, BADGE_PAGE, "Chapter"),
     "zh_CN": (ROOT / "zh-CN" / "notebooks", ROOT / "zh-CN" / "chapters", ROOT / "docs" / "online.zh-CN.md", "章节"),
 }
-BRANCH = "main"
 TAG = "colab-install"
 _GITHUB = re.compile(r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _BADGE_URL = re.compile(r"https://(?:colab\.research\.google\.com/github|mybinder\.org/v2/gh)/[^)\s]+")
@@ -62,36 +65,69 @@ def repository_url(pyproject: Path = ROOT / "pyproject.toml") -> str:
 # A placeholder until the collection is published; change it in pyproject.toml only.
 REPOSITORY_URL = repository_url()
 
+def latest_release(library: Path = ROOT / "mha_lib" / "__init__.py") -> str:
+    """The release the chapters belong to: ``mha_lib.__version__`` itself at a release, the release before it
+    between releases (2026.11.0.post0.dev0 is on its way from 2026.11.0 to the next)."""
+    version = re.search(r'^__version__ = "([^"]+)"', library.read_text(), re.MULTILINE).group(1)
+    return Version(version).base_version
+
+
+# The release the install cell installs and the badges open, by its tag (tools/release.py makes the release; after
+# `python -m tools.release prepare VERSION`, run this tool so the release commit's chapters pin that release).
+RELEASE = latest_release()
+REF = f"v{RELEASE}"
+REQUIREMENT = f"mha-notebooks @ git+{REPOSITORY_URL}@{REF}"
+
+# The cell does nothing where mha_lib is installed. Where it is missing, it installs the release on Colab and says in
+# one line what to do anywhere else, or when the install fails: never a traceback (issue 53). Hidden in every
+# edition (``jupyter.source_hidden``): a reader sees a folded cell, not pip boilerplate, and can unfold it.
 INSTALL_CELL = f"""\
-# On Google Colab, mha_lib is not installed yet: this installs it from the collection's repository.
-# Everywhere else (`make lab`, Binder) mha_lib is there already and this cell does nothing.
+# Where mha_lib is missing: on Google Colab, install the collection's release {RELEASE}; elsewhere, say what to do.
+import sys
+
 try:
     import mha_lib  # noqa: F401
 except ModuleNotFoundError:
-    import subprocess
-    import sys
+    if "google.colab" in sys.modules:
+        import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "mha-notebooks @ git+{REPOSITORY_URL}"],
-                   check=True)"""
+        release = "{REQUIREMENT}"
+        pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release],
+                             capture_output=True, text=True)
+        if pip.returncode != 0:
+            print("mha_lib could not be installed (pip: " + (pip.stderr.strip().splitlines() or ["no message"])[-1]
+                  + "): run this cell again, or run the chapter on your own computer (README, Two commands).")
+    else:
+        print("This kernel has no mha_lib: in the collection's folder, run `python3 -m tools.start` "
+              "(Windows: `py -m tools.start`), which sets up and opens the chapters (README, Two commands).")"""
 
-# The Chinese edition's cell: the same, and on Colab a font for the figures' Chinese text (Colab's package lists
-# may be stale, so apt-get update runs only when the first try fails). Without it the figures stay English and
-# mha_lib.set_language says why.
+# The Chinese edition's cell: the same, with its lines in Chinese, and on Colab a font for the figures' Chinese text
+# (Colab's package lists may be stale, so apt-get update runs only when the first try fails). Without the font the
+# figures stay English and mha_lib.set_language says why.
 FONT = "fonts-noto-cjk"
 INSTALL_CELL_ZH = f"""\
-# 在 Google Colab 上还没有 mha_lib：这个单元格从本系列的仓库安装它，再安装图中中文所需的字体。
-# 在其他地方（`make lab-zh`、Binder）mha_lib 已经装好，这个单元格什么也不做。
+# 缺少 mha_lib 时：在 Google Colab 上安装本系列的 {RELEASE} 版及图中中文所需的字体；在其他地方说明该怎么做。
+import sys
+
 try:
     import mha_lib  # noqa: F401
 except ModuleNotFoundError:
-    import subprocess
-    import sys
+    if "google.colab" in sys.modules:
+        import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "mha-notebooks @ git+{REPOSITORY_URL}"],
-                   check=True)
-    if "google.colab" in sys.modules:  # Colab 没有中文字体：安装 Noto Sans CJK（{FONT}）
-        apt = "apt-get install --yes --quiet --quiet {FONT} > /dev/null"
-        subprocess.run(f"{{apt}} || (apt-get update --quiet --quiet && {{apt}})", shell=True)"""
+        release = "{REQUIREMENT}"
+        pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release],
+                             capture_output=True, text=True)
+        if pip.returncode != 0:
+            print("无法安装 mha_lib（pip：" + (pip.stderr.strip().splitlines() or ["没有信息"])[-1]
+                  + "）：请再运行一次这个单元格，或在自己的电脑上运行本章（见 README.zh-CN.md 的“两条命令”）。")
+        else:  # Colab 没有中文字体：安装 Noto Sans CJK（{FONT}）
+            apt = "apt-get install --yes --quiet --quiet {FONT} > /dev/null"
+            subprocess.run(f"{{apt}} || (apt-get update --quiet --quiet && {{apt}})", shell=True)
+    else:
+        print("这个内核里没有 mha_lib：请在本系列的文件夹中运行 `python3 -m tools.start`"
+              "（Windows 上为 `py -m tools.start`），它会安装所需的一切并打开各章（见 README.zh-CN.md）。")"""
+HIDDEN = {"jupyter": {"source_hidden": True}}
 INSTALL_CELLS = {"en": INSTALL_CELL, "zh_CN": INSTALL_CELL_ZH}
 
 
@@ -112,9 +148,10 @@ def add_install_cell(notebook: nbformat.NotebookNode, language: str = "en") -> b
     existing = [cell for cell in notebook.cells if is_install_cell(cell)]
     if existing:
         cell = existing[0]
-        if cell.source == source and not cell.outputs:
+        if cell.source == source and not cell.outputs and _hidden(cell):
             return False
         cell.source, cell.outputs = source, []
+        cell.metadata.update(HIDDEN)
         return True
     code = [index for index, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
     position = code[0] if code else len(notebook.cells)
@@ -123,11 +160,15 @@ def add_install_cell(notebook: nbformat.NotebookNode, language: str = "en") -> b
         for index in code:
             _shift_execution_count(notebook.cells[index])
     cell = nbformat.v4.new_code_cell(source, execution_count=1 if executed else None,
-                                     metadata={"tags": [TAG]})
+                                     metadata={"tags": [TAG], **HIDDEN})
     if notebook.nbformat_minor < 5:  # cell ids came with nbformat 4.5
         cell.pop("id", None)
     notebook.cells.insert(position, cell)
     return True
+
+
+def _hidden(cell: nbformat.NotebookNode) -> bool:
+    return cell.metadata.get("jupyter", {}).get("source_hidden") is True
 
 
 def _shift_execution_count(cell: nbformat.NotebookNode) -> None:
@@ -142,15 +183,15 @@ def is_current(notebook: nbformat.NotebookNode, language: str = "en") -> bool:
     """The notebook's first code cell is the current install cell of its language."""
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     return (bool(code) and is_install_cell(code[0]) and code[0].source == INSTALL_CELLS[language]
-            and not code[0].outputs)
+            and not code[0].outputs and _hidden(code[0]))
 
 
 def colab_url(path: Path, reader: Path = CHAPTERS) -> str:
-    return f"https://colab.research.google.com/github/{_repository()}/blob/{BRANCH}/{_folder(reader)}/{path.name}"
+    return f"https://colab.research.google.com/github/{_repository()}/blob/{REF}/{_folder(reader)}/{path.name}"
 
 
 def binder_url(path: Path, reader: Path = CHAPTERS) -> str:
-    return f"https://mybinder.org/v2/gh/{_repository()}/HEAD?urlpath=lab/tree/{_folder(reader)}/{path.name}"
+    return f"https://mybinder.org/v2/gh/{_repository()}/{REF}?urlpath=lab/tree/{_folder(reader)}/{path.name}"
 
 
 def _folder(reader: Path) -> str:
