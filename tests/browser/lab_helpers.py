@@ -395,11 +395,13 @@ def answer_the_first_exercise(page: Page, panel: Locator, notebook: Path, screen
                               language: str = "en") -> None:
     """The checker says "Not yet" and the solution is collapsed; the reader types the answer, re-runs, sees ✅.
 
-    The answer typed is that of chapter 03's first exercise; screenshots are named ``{prefix}-3-...png``."""
+    The answer typed is the ``answer = ...`` line of the collapsed solution below the checker, as a reader copies
+    it (one line: the editor would indent a pasted block); screenshots are named ``{prefix}-3-...png``."""
     text = EXERCISE_TEXT[language]
     cells = nbformat.read(notebook, as_version=4).cells
     index = next(i for i, cell in enumerate(cells) if "solution" in cell.metadata.get("tags", []))
     assert cells[index].source.endswith("answer = ...") and cells[index + 2].cell_type == "markdown"
+    solution = re.search(r"^answer = .+$", cells[index + 2].source, re.MULTILINE).group(0)
     answer, checker, shown = (panel.locator(".jp-Cell").nth(index + offset) for offset in range(3))
     expect(checker.locator(STDOUT)).to_contain_text(text["not yet"])
     # The solution is one click away, not in view: JupyterLab's sanitizer keeps <details> and <summary>.
@@ -409,7 +411,7 @@ def answer_the_first_exercise(page: Page, panel: Locator, notebook: Path, screen
 
     answer.locator(".cm-content").click()
     page.keyboard.press("ControlOrMeta+a")
-    page.keyboard.insert_text("answer = ((9, 2, 2), 7)")  # as typed, without the editor's automatic brackets
+    page.keyboard.insert_text(solution)  # as typed, without the editor's automatic brackets
     page.keyboard.press("Shift+Enter")  # runs the answer cell and selects the checker cell
     page.keyboard.press("Shift+Enter")  # runs the checker
     expect(checker.locator(STDOUT)).to_contain_text(text["correct"])
@@ -417,5 +419,5 @@ def answer_the_first_exercise(page: Page, panel: Locator, notebook: Path, screen
 
     shown.locator("summary").click()
     expect(shown.locator("pre")).to_be_visible()
-    expect(shown.locator("pre")).to_contain_text("answer = ((9, 2, 2), 7)")
+    expect(shown.locator("pre")).to_contain_text(solution)
     screenshot(shown, screenshots / f"{prefix}-5-solution-shown.png")
