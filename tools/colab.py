@@ -48,9 +48,11 @@ LANGUAGES = {
     "en": (NOTEBOOKS, CHAPTERS, BADGE_PAGE, "Chapter"),
     "zh_CN": (ROOT / "zh-CN" / "notebooks", ROOT / "zh-CN" / "chapters", ROOT / "docs" / "online.zh-CN.md", "章节"),
 }
+BOOK_LINK = {"en": "the book, online", "zh_CN": "在线阅读本书"}
 TAG = "colab-install"
 _GITHUB = re.compile(r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
-_BADGE_URL = re.compile(r"https://(?:colab\.research\.google\.com/github|mybinder\.org/v2/gh)/[^)\s]+")
+_BADGE_URL = re.compile(r"https://(?:colab\.research\.google\.com/github|mybinder\.org/v2/gh|github\.com/[^/)\s]+/[^/)\s]+/actions"
+                        r"|[a-z0-9-]+\.github\.io)/[^)\s]*")
 
 
 def repository_url(pyproject: Path = ROOT / "pyproject.toml") -> str:
@@ -202,10 +204,24 @@ def _repository() -> str:
     return REPOSITORY_URL.removeprefix("https://github.com/")
 
 
+def ci_badge() -> str:
+    """The status of .github/workflows/setup.yml (the set-up and chapter 00 on Linux, macOS and Windows)."""
+    workflow = f"{REPOSITORY_URL}/actions/workflows/setup.yml"
+    return f"[![set-up on every OS]({workflow}/badge.svg)]({workflow})"
+
+
+def book_url() -> str:
+    """Where .github/workflows/book.yml publishes the book: the repository's GitHub Pages."""
+    owner, name = _repository().split("/")
+    return f"https://{owner.lower()}.github.io/{name}/"
+
+
 def badges(paths: list[Path], language: str = "en") -> str:
-    """Markdown for docs/online.md: a Binder badge, then one Colab badge per chapter with its title."""
+    """Markdown for docs/online.md: the CI status and the book's address, a Binder badge, then one Colab badge per
+    chapter with its title."""
     _, reader, _, header = LANGUAGES[language]
-    lines = [f"[![Binder](https://mybinder.org/badge_logo.svg)]({binder_url(paths[0], reader)})", "",
+    lines = [f"{ci_badge()} · [{BOOK_LINK[language]}]({book_url()})", "",
+             f"[![Binder](https://mybinder.org/badge_logo.svg)]({binder_url(paths[0], reader)})", "",
              f"| {header} | Colab |", "| --- | --- |"]
     for path in paths:
         notebook = nbformat.read(path, as_version=4)

@@ -20,6 +20,7 @@ from playwright.sync_api import Browser, Page, expect
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # tools/ is not installed
 from tools.book import EDITIONS  # noqa: E402
+from tools.colab import REF  # noqa: E402  (the release the install cell pins)
 
 TIMEOUT_MS = 60_000  # one page, search or typesetting on a busy 2-core machine
 expect.set_options(timeout=TIMEOUT_MS)
@@ -182,15 +183,15 @@ def test_the_home_pages_list_every_chapter_in_order(page: Page, site: str):
 
 
 def test_launch_and_download_buttons(page: Page, site: str, book_dir: Path):
-    """Binder and Colab open the reader's notebook from the repository of pyproject.toml, as the README badges do;
-    the download button gives the reader edition's notebook itself."""
+    """Binder and Colab open the reader's notebook from the repository of pyproject.toml at the release the install
+    cell pins, as the badges of docs/online.md do; the download button gives the reader edition's notebook itself."""
     owner_name = REPOSITORY.removeprefix("https://github.com/")
     for chapter in (CHAPTERS[3], CHAPTERS[-1]):
         page.goto(site + chapter.page)
         notebook = chapter.path.relative_to(ROOT).as_posix()
         hrefs = page.locator(".dropdown-launch-buttons a").evaluate_all("(links) => links.map((a) => a.href)")
-        assert hrefs == [f"https://mybinder.org/v2/gh/{owner_name}/main?urlpath=lab/tree/{notebook}",
-                         f"https://colab.research.google.com/github/{owner_name}/blob/main/{notebook}"]
+        assert hrefs == [f"https://mybinder.org/v2/gh/{owner_name}/{REF}?urlpath=lab/tree/{notebook}",
+                         f"https://colab.research.google.com/github/{owner_name}/blob/{REF}/{notebook}"]
         download = page.locator("a.btn-download-source-button").get_attribute("href")
         with urllib.request.urlopen(f"{site}{chapter.language}/{download}", timeout=30) as response:
             assert json.loads(response.read()) == json.loads(chapter.path.read_text(encoding="utf-8"))

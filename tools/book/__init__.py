@@ -29,8 +29,10 @@ when a page would load a script, style sheet or picture from the network or from
 when Sphinx warns (which names the chapter and cell).
 
 Launch buttons (Binder, Colab) open the chapter from the repository named in pyproject.toml, ``[project.urls]
-Repository``, as the README's badges do (tools/colab.py); the home page says that they work once that repository is
-public.
+Repository``, at the latest release's tag, as the badges of docs/online.md do and as the chapter's install cell pins
+it (tools/colab.py ``REF``): the chapter launched and the library it installs are of one release. The published book
+is built from that tag (.github/workflows/book.yml), so the page read is of that release too. The home page says
+that the buttons work once that repository is public.
 """
 
 from __future__ import annotations
@@ -54,7 +56,6 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 INSTALL_TAG = "colab-install"  # tools/colab.py's install cell
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-BRANCH = "main"
 MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full"  # the one combined configuration jupyter-server-mathjax ships
 
 
@@ -176,6 +177,13 @@ def repository_url() -> str:
     return read(ROOT / "pyproject.toml")
 
 
+def launch_ref() -> str:
+    """What the launch buttons open: the latest release's tag, which the install cell pins (tools/colab.py)."""
+    from tools.colab import REF
+
+    return REF
+
+
 def other(edition: Edition) -> Edition:
     (found,) = [e for e in EDITIONS.values() if e.code != edition.code]
     return found
@@ -278,7 +286,7 @@ def sphinx_config(edition: Edition, static: Path, repository: str) -> dict:
                          "mha_other_label": other(edition).switch_label},
         "html_theme_options": {
             "repository_url": repository,
-            "repository_branch": BRANCH,
+            "repository_branch": launch_ref(),
             "path_to_docs": edition.chapters.relative_to(ROOT).as_posix(),
             "use_repository_button": not edition.student,
             "use_download_button": True,
