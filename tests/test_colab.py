@@ -152,6 +152,14 @@ def test_badges_give_binder_and_one_colab_badge_per_chapter():
     assert "| 00 · Start here |" in text
 
 
+def test_badges_start_with_the_set_up_workflow_and_the_book_of_this_repository():
+    first = colab.badges(sorted((ROOT / "notebooks").glob("00_*.ipynb"))).splitlines()[0]
+    owner, name = colab.repository_url().removeprefix("https://github.com/").split("/")
+    assert f"{colab.repository_url()}/actions/workflows/setup.yml/badge.svg" in first
+    assert (ROOT / ".github" / "workflows" / "setup.yml").is_file()
+    assert f"(https://{owner.lower()}.github.io/{name}/)" in first  # where actions/deploy-pages puts a project's site
+
+
 def test_check_reports_a_notebook_without_the_cell(tmp_path, capsys):
     path = tmp_path / "09_a_chapter.ipynb"
     nbformat.write(executed_notebook(), path)
