@@ -190,3 +190,16 @@ def test_a_translated_comment_builds_and_a_missing_one_stops_the_build(tmp_path,
                      "def g():\n    \"\"\"返回 1。\"\"\"\n    ### BEGIN SOLUTION\n    return 1  # 答案\n"
                      "    ### END SOLUTION")
     assert code_text.code_only(built) == code_text.code_only(source)
+
+
+def test_a_mark_inside_an_f_string_is_found():
+    """Every marked label of an f-string is extracted (Babel's extractor misses all but the first field's), and the
+    heatmap's four labels are in mha_chapters' catalogue."""
+    import ast
+
+    source = 'svg = f\'<text>{_("keys")}</text>\' f\'<text>{_("queries")}</text><b>{N_("masked")}</b>\'\n'
+    assert [message for message, _line in translate.marked_literals(ast.parse(source))] == ["keys", "queries",
+                                                                                            "masked"]
+    found = translate.library_messages(translate.CHAPTERS)
+    for label in ("keys", "queries", "attention weight", "masked"):
+        assert any(file == "mha_chapters/explorer.py" for file, _line in found[label]), label
