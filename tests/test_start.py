@@ -173,3 +173,12 @@ def test_plan_prints_the_commands_and_runs_none():
     assert venv.endswith(" -m venv .venv")
     assert pip == ".venv/Scripts/python.exe -m pip install --constraint requirements.lock --editable '.[dev]'" or \
         pip.startswith(".venv\\Scripts\\python.exe")
+
+
+def test_help_shows_the_examples_with_the_windows_launcher(capsys):
+    with pytest.raises(SystemExit) as exit:
+        start.main(["--help"])
+    assert exit.value.code == 0
+    text = capsys.readouterr().out
+    assert "py -m tools.start" in text
+    assert "python -m tools.start lab --edition zh_CN --port 8899" in text  # the docstring's examples, kept verbatim

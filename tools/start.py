@@ -220,7 +220,10 @@ def extras_list(text: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.start", description=__doc__.splitlines()[0])
+    summary, examples = __doc__.split("\n\n")[:2]  # the first line, and the examples under it
+    parser = argparse.ArgumentParser(prog="python -m tools.start", description=summary,
+                                     epilog=f"examples (on Windows: py -m tools.start):\n{examples}",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", nargs="?", choices=["lab", "setup", "plan"], default="lab")
     parser.add_argument("--extras", type=extras_list, default=["lab"],
                         help="extras of pyproject.toml to install: lab (readers, the default), dev (maintainers)")
