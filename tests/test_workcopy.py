@@ -243,6 +243,7 @@ def test_the_command_line_speaks_the_language_of_the_edition(tmp_path, monkeypat
     assert workcopy.main(["update", "--edition", "zh_CN"]) == 0
     printed = capsys.readouterr().out
     assert "03_splitting_heads.ipynb 的新版本" in printed and "make refresh-zh" in printed
+    assert "`python -m tools.workcopy refresh --edition zh_CN`" in printed  # the command without make, run next
     assert workcopy.main(["refresh", "--edition", "zh_CN"]) == 0
     assert "已换成新版本；你原来的文件在" in capsys.readouterr().out
     assert workcopy.main(["reset", "--edition", "zh_CN", "7"]) == 2

@@ -193,7 +193,8 @@ MESSAGES = {
                 "touches it (git ignores it).",
         "added": "==> New in {source}/, now in {copy}/ too: {names}",
         "newer": "==> {source}/ has a newer edition of {names}; your copy is as it was. `make refresh{suffix}` "
-                 "takes it in and keeps your file in {copy}/backups/.",
+                 "(without make: `python -m tools.workcopy refresh{flag}` with .venv's python) takes it in and "
+                 "keeps your file in {copy}/backups/.",
         "reset": "==> {path} is the edition's again",
         "refreshed": "==> {path}: the newer edition",
         "kept": "; yours is {backup}",
@@ -208,7 +209,8 @@ MESSAGES = {
         "made": "==> 已创建 {copy}/，这是 {source}/ 的你自己的副本：答案写在这里。"
                 "Git 忽略它，`git pull` 永远不会碰它。",
         "added": "==> {source}/ 中新增的章节已复制到 {copy}/：{names}",
-        "newer": "==> {source}/ 中有 {names} 的新版本；你的副本保持原样。`make refresh{suffix}` 会换成新版本，"
+        "newer": "==> {source}/ 中有 {names} 的新版本；你的副本保持原样。`make refresh{suffix}`（没有 make 时："
+                 "用 .venv 中的 python 运行 `python -m tools.workcopy refresh{flag}`）会换成新版本，"
                  "并把你的文件保存在 {copy}/backups/。",
         "reset": "==> {path} 已恢复为当前版本",
         "refreshed": "==> {path}：已换成新版本",
@@ -223,9 +225,10 @@ MESSAGES = {
 
 
 def say(edition: Edition, message: str, **fields: object) -> str:
-    """``MESSAGES[language][message]`` for ``edition``, with its folders and make suffix filled in."""
+    """``MESSAGES[language][message]`` for ``edition``, with its folders, make suffix and --edition flag filled in."""
+    flag = "" if edition.language == "en" else f" --edition {edition.language}"
     return MESSAGES[edition.language][message].format(source=_show(edition.source), copy=_show(edition.copy),
-                                              suffix=edition.make_suffix, **fields)
+                                                      suffix=edition.make_suffix, flag=flag, **fields)
 
 
 def _show(path: Path) -> str:
