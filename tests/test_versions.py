@@ -27,6 +27,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+import nbformat
 import pytest
 import yaml
 from packaging.version import Version
@@ -115,6 +116,19 @@ def test_setuptools_builds_the_version_of_the_library():
     from setuptools.config.pyprojecttoml import read_configuration
 
     assert read_configuration(ROOT / "pyproject.toml", expand=True)["project"]["version"] == mha_lib.__version__
+
+
+@pytest.mark.parametrize("edition", ["notebooks", "chapters", "zh-CN/notebooks", "zh-CN/chapters"])
+def test_chapter_00_shows_the_version_of_the_library(edition):
+    """Chapter 00's first cell prints ``mha_lib VERSION``; nbval hides versions (tests/nbval_sanitize.cfg), so only
+    this catches a stored line that names another version, such as one never published."""
+    notebook = nbformat.read(ROOT / edition / "00_start_here.ipynb", as_version=4)
+    text = "".join(output.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
+                   for output in cell.outputs)
+    shown = re.findall(r"^mha_lib (\S+)$", text, re.MULTILINE)
+    assert shown == [mha_lib.__version__], (
+        f"{edition}/00_start_here.ipynb shows mha_lib {shown}, the library is {mha_lib.__version__}: "
+        "re-execute it (make outputs NOTEBOOKS=notebooks/00_start_here.ipynb)")
 
 
 def test_the_version_follows_from_the_changelog():
