@@ -7,6 +7,7 @@ or when a committed Chinese notebook is not what the tool builds from the Englis
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import nbformat
@@ -195,8 +196,6 @@ def test_a_translated_comment_builds_and_a_missing_one_stops_the_build(tmp_path,
 def test_a_mark_inside_an_f_string_is_found():
     """Every marked label of an f-string is extracted (Babel's extractor misses all but the first field's), and the
     heatmap's four labels are in mha_chapters' catalogue."""
-    import ast
-
     source = 'svg = f\'<text>{_("keys")}</text>\' f\'<text>{_("queries")}</text><b>{N_("masked")}</b>\'\n'
     assert [message for message, _line in translate.marked_literals(ast.parse(source))] == ["keys", "queries",
                                                                                             "masked"]

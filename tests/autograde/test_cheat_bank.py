@@ -71,9 +71,9 @@ def graded_chapter(request, path: Path) -> dict:
         return _graded[prefix]
     base = request.getfixturevalue("tmp_path_factory").getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    here = sys.modules[__name__]
+    needed = {item.callspec.params["path"] for item in request.session.items if item.module is here}
     while not _grade_once(shared, path, wait=False):
-        here = sys.modules[__name__]
-        needed = {item.callspec.params["path"] for item in request.session.items if item.module is here}
         unstarted = [p for p in CHAPTERS if p in needed and p != path and not _record(shared, p).exists()]
         if not any(_grade_once(shared, p, wait=False) for p in unstarted):
             _grade_once(shared, path, wait=True)
