@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from mha_lib._validation import require_positive_int, wrong_type
 from mha_lib.grouped import GroupedQueryAttention
 
-from .bench.timing import paired_times
+from .bench.timing import interleaved_times
 from .i18n import _, figure_text
 from .kv_cache import KVCache, SlidingWindowKVCache, attend_with_cache
 
@@ -156,18 +156,21 @@ def time_generation(model: TinyDecoder, prompt: Tensor, lengths: Sequence[int], 
                     num_threads: int | None = 1) -> dict[int, dict[str, list[float]]]:
     """Tokens per second with and without the cache for every number of new tokens in ``lengths``.
 
-    Each length is timed as ``repeats`` interleaved pairs in this process
-    (:func:`mha_chapters.bench.timing.paired_times`); the speed-up of a pair is its time without the cache over its
-    time with it. ``num_threads``: CPU threads (None: as now); one by default, because a small model's matrices are
-    too small to share out. Returns ``{length: {"with cache": [...], "without": [...], "speed-up": [...]}}``, one
-    number per pair.
+    Timed in this process as ``repeats`` rounds of every length, each a pair without and with the cache side
+    by side (:func:`mha_chapters.bench.timing.interleaved_times`): a pair's speed-up, its time without the
+    cache over its time with it, and the rates of two lengths are each measured seconds apart, so a busy
+    moment of the machine does not fall on one length alone. ``num_threads``: CPU threads (None: as now); one
+    by default, because a small model's matrices are too small to share out. Returns
+    ``{length: {"with cache": [...], "without": [...], "speed-up": [...]}}``, one number per pair.
     """
-    results = {}
+    calls = []
     for length in lengths:
         require_positive_int("length", length)
-        uncached, cached = paired_times(lambda n=length: generate_tokens(model, prompt, n, use_cache=False),
-                                        lambda n=length: generate_tokens(model, prompt, n, use_cache=True),
-                                        repeats=repeats, number=1, num_threads=num_threads)
+        calls += [lambda n=length: generate_tokens(model, prompt, n, use_cache=False),
+                  lambda n=length: generate_tokens(model, prompt, n, use_cache=True)]
+    times = interleaved_times(calls, repeats=repeats, number=1, num_threads=num_threads)
+    results = {}
+    for length, uncached, cached in zip(lengths, times[0::2], times[1::2], strict=True):
         results[length] = {"with cache": [length / t for t in cached],
                            "without": [length / t for t in uncached],
                            "speed-up": [u / c for u, c in zip(uncached, cached, strict=True)]}

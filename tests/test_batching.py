@@ -49,6 +49,7 @@ from mha_chapters.bench.sweeps import BatchSweep, LengthSweep, measure_device, r
 from mha_chapters.bench.timing import (
     available_devices,
     device_name,
+    interleaved_times,
     median_time,
     paired_speedups,
     synchronize,
@@ -244,6 +245,17 @@ def test_thread_speedups_compare_one_thread_with_more():
     assert torch.get_num_threads() == before
     with pytest.raises(ValueError, match="num_threads"):
         thread_speedups(lambda: None, 0)
+
+
+def test_interleaved_times_run_rounds_of_every_call_in_turn():
+    seen = []
+    times = interleaved_times([lambda i=i: seen.append(i) for i in range(3)], repeats=3, number=1)
+    assert [len(t) for t in times] == [3, 3, 3] and min(map(min, times)) > 0
+    assert seen[:3] == [0, 1, 2]  # one warm-up call each
+    runs = [i for k, i in enumerate(seen[3:]) if k == 0 or seen[3 + k - 1] != i]  # however often the Timer calls
+    assert runs == [0, 1, 2, 1, 0, 1, 2]  # rounds 0 1 2, then 2 1 0, then 0 1 2: neighbours never all in one order
+    with pytest.raises(ValueError, match="repeats"):
+        interleaved_times([lambda: None], repeats=0)
 
 
 def test_timing_leaves_the_thread_count_as_it_was():

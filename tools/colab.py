@@ -98,10 +98,11 @@ except ModuleNotFoundError:
                              capture_output=True, text=True)
         if pip.returncode != 0:
             print("mha_lib could not be installed (pip: " + (pip.stderr.strip().splitlines() or ["no message"])[-1]
-                  + "): run this cell again, or run the chapter on your own computer (README, Two commands).")
+                  + "): run this cell again, or run the chapter on your own computer "
+                    "(README, Set up and open the chapters).")
     else:
         print("This kernel has no mha_lib: in the collection's folder, run `python3 -m tools.start` "
-              "(Windows: `py -m tools.start`), which sets up and opens the chapters (README, Two commands).")"""
+              "(Windows: `py -m tools.start`): it sets everything up and opens the chapters (README).")"""
 
 # The Chinese edition's cell: the same, with its lines in Chinese, and on Colab a font for the figures' Chinese text
 # (Colab's package lists may be stale, so apt-get update runs only when the first try fails). Without the font the
@@ -122,7 +123,7 @@ except ModuleNotFoundError:
                              capture_output=True, text=True)
         if pip.returncode != 0:
             print("无法安装 mha_lib（pip：" + (pip.stderr.strip().splitlines() or ["没有信息"])[-1]
-                  + "）：请再运行一次这个单元格，或在自己的电脑上运行本章（见 README.zh-CN.md 的“两条命令”）。")
+                  + "）：请再运行一次这个单元格，或在自己的电脑上运行本章（见 README.zh-CN.md 的“安装并打开各章”）。")
         else:  # Colab 没有中文字体：安装 Noto Sans CJK（{FONT}）
             apt = "apt-get install --yes --quiet --quiet {FONT} > /dev/null"
             subprocess.run(f"{{apt}} || (apt-get update --quiet --quiet && {{apt}})", shell=True)

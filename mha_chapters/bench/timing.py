@@ -1,8 +1,8 @@
 """Honest timings on a CPU or a GPU: warm up, synchronise, repeat and take medians.
 
-``median_time`` times one function; ``paired_speedups`` compares two functions, and ``thread_speedups`` one
-function at two thread counts, with back-to-back measurements that keep a shared machine's drift out of
-the ratio. Both use
+``median_time`` times one function; ``paired_speedups`` compares two functions, ``thread_speedups`` one
+function at two thread counts, and ``interleaved_times`` any number of functions, with back-to-back measurements
+that keep a shared machine's drift out of the ratio. All use
 ``torch.utils.benchmark.Timer``, which synchronises a GPU before it reads the clock.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -21,9 +21,9 @@ from mha_lib.utils import cpu_threads
 
 from ..i18n import N_, _, tr
 
-__all__ = ["available_devices", "cpu_caches", "cpuinfo_model", "data_caches", "device_name", "live_threads_text",
-           "machine_summary", "median_time", "page_faults_per_call", "paired_speedups", "paired_times",
-           "paired_wall_and_cpu", "resolve_threads", "synchronize", "thread_speedups", "threads_text"]
+__all__ = ["available_devices", "cpu_caches", "cpuinfo_model", "data_caches", "device_name", "interleaved_times",
+           "live_threads_text", "machine_summary", "median_time", "page_faults_per_call", "paired_speedups",
+           "paired_times", "paired_wall_and_cpu", "resolve_threads", "synchronize", "thread_speedups", "threads_text"]
 
 
 def available_devices() -> list[torch.device]:
@@ -238,20 +238,44 @@ def _ratios(first: list[float], second: list[float]) -> list[float]:
 def _paired(calls: list[tuple[Callable[[], object], int]], device: torch.device, repeats: int,
             number: int) -> tuple[list[float], list[float]]:
     """Seconds per call of calls[0] and calls[1], each with its own thread count, timed in alternating order."""
+    first, second = _interleaved(calls, device, repeats, number)
+    return first, second
+
+
+def _interleaved(calls: list[tuple[Callable[[], object], int]], device: torch.device, repeats: int,
+                 number: int) -> list[list[float]]:
+    """Seconds per call of every call, each with its own thread count: ``repeats`` rounds of all of them.
+
+    A round runs the calls in order, the next round in reverse, so that neither of two neighbours always runs
+    second, on a warmer cache, and a busy moment of the machine falls on one round of every call, not on all
+    the repeats of one.
+    """
     require_positive_int("repeats", repeats)
     require_positive_int("number", number)
     timers = [benchmark.Timer(stmt="fn()", globals={"fn": _synchronized(fn, device)}, num_threads=threads)
               for fn, threads in calls]
-    times: tuple[list[float], list[float]] = ([], [])
+    times: list[list[float]] = [[] for _ in calls]
+    order = list(range(len(calls)))
     with torch.inference_mode():
         for fn, threads in calls:  # warm-up, each with its thread count
             with cpu_threads(threads):
                 fn()
         synchronize(device)
         for i in range(repeats):
-            for j in ((0, 1) if i % 2 == 0 else (1, 0)):  # neither always runs second, on a warmer cache
+            for j in (order if i % 2 == 0 else order[::-1]):
                 times[j].append(timers[j].timeit(number).median)
     return times
+
+
+def interleaved_times(calls: Sequence[Callable[[], object]], device: torch.device | str = "cpu", repeats: int = 9,
+                      number: int = 5, num_threads: int | None = None) -> list[list[float]]:
+    """Seconds per call of each of ``calls``, timed in ``repeats`` rounds of all of them (one list per call).
+
+    :func:`paired_times` for more than two: a round runs every call once, in order, and the next in reverse,
+    so calls that are compared with each other are timed seconds apart, not one after the other's repeats.
+    """
+    threads = resolve_threads(num_threads)
+    return _interleaved([(fn, threads) for fn in calls], torch.device(device), repeats, number)
 
 
 def _synchronized(fn: Callable[[], object], device: torch.device) -> Callable[[], object]:
