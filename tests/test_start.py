@@ -165,6 +165,15 @@ def test_setup_stops_at_once_on_an_old_python(tmp_path, monkeypatch, capsys):
     assert "needs Python 3.11 or newer" in capsys.readouterr().err and not (tmp_path / ".venv").exists()
 
 
+def test_an_old_python_still_starts_a_venv_that_is_set_up(tmp_path, monkeypatch):
+    # after `python3.12 -m tools.start`, the Mac's python3 (3.9) or Ubuntu 22.04's (3.10) only starts the launcher
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / start.stamp_name(["lab"])).touch()
+    monkeypatch.setattr(start.sys, "version_info", (3, 9, 6, "final", 0))
+    assert start.setup(tmp_path, ["lab"], "cpu", CPU_INDEX) == 0
+
+
 def test_plan_prints_the_commands_and_runs_none():
     result = subprocess.run([sys.executable, "-m", "tools.start", "plan", "--platform", "win32", "--extras", "dev"],
                             cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -83,7 +83,7 @@ def is_fresh(root: Path, extras: list[str]) -> bool:
     sources = [root / "pyproject.toml", root / LOCK]
     if extras != ["dev"] and "dev" in extras:
         sources.append(root / VENV / stamp_name(["dev"]))
-    newest = max(path.stat().st_mtime for path in sources if path.exists())
+    newest = max((path.stat().st_mtime for path in sources if path.exists()), default=0.0)
     names = [stamp_name(extras)] + ([stamp_name(["dev"])] if extras == ["lab"] else [])
     return any((root / VENV / name).exists() and (root / VENV / name).stat().st_mtime >= newest for name in names)
 
@@ -177,12 +177,12 @@ def show(command: list[str], root: Path = ROOT) -> str:
 def setup(root: Path, extras: list[str], torch: str, torch_index: str) -> int:
     """Make .venv and install ``extras`` where the stamp is not fresh; 0 on success."""
     platform = platform_of()
+    if is_fresh(root, extras):  # set up already: this Python only starts the launcher, .venv's runs the rest
+        return 0
     message = too_old(sys.version_info, platform)
     if message:
         print(message, file=sys.stderr)
         return 1
-    if is_fresh(root, extras):
-        return 0
     python = venv_python(root, platform)
     has_venv = has_pip(python)
     cpu = platform == "linux" and torch == "cpu"
