@@ -174,6 +174,31 @@ def test_an_old_python_still_starts_a_venv_that_is_set_up(tmp_path, monkeypatch)
     assert start.setup(tmp_path, ["lab"], "cpu", CPU_INDEX) == 0
 
 
+def test_on_windows_the_launcher_waits_through_ctrl_c_for_jupyterlab(monkeypatch):
+    # Ctrl+C reaches JupyterLab and its launcher alike: the launcher must neither kill it nor end in a traceback
+    waits = iter([KeyboardInterrupt, KeyboardInterrupt, 3])
+
+    class Child:
+        def __init__(self, command, env):
+            self.command, self.env = command, env
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def wait(self):
+            result = next(waits)
+            if result is KeyboardInterrupt:
+                raise KeyboardInterrupt
+            return result
+
+    monkeypatch.setattr(start, "REPLACES_ITSELF", False)
+    monkeypatch.setattr(start.subprocess, "Popen", Child)
+    assert start.hand_over(["jupyter", "lab"], {"A": "1"}) == 3  # JupyterLab's own exit code, after two Ctrl+C
+
+
 def test_plan_prints_the_commands_and_runs_none():
     result = subprocess.run([sys.executable, "-m", "tools.start", "plan", "--platform", "win32", "--extras", "dev"],
                             cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 try:
+    from tools.start import hand_over
     from tools.workcopy import EDITIONS, ROOT, bring_up_to_date, say
 except ModuleNotFoundError:  # run as a script: python tools/reader_lab.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tools.start import hand_over
     from tools.workcopy import EDITIONS, ROOT, bring_up_to_date, say
 
 READER_CONFIG = ROOT / ".jupyter" / "reader"  # jupyter_server_config.json and labconfig/page_config.json
@@ -74,10 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     bring_up_to_date(edition)
     print(say(edition, "lab"), flush=True)
 
-    env = environment(os.environ)
-    if os.name == "posix":  # JupyterLab takes this process's place: Ctrl+C and make see it alone
-        os.execve(lab[0], lab, env)
-    return subprocess.call(lab, env=env)
+    return hand_over(lab, environment(os.environ))  # JupyterLab in this process's place, or waited for (Windows)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -255,9 +256,29 @@ def main(argv: list[str] | None = None) -> int:
     lab = [str(python), "-m", "tools.reader_lab", "--port", str(args.port),
            *(["--edition", args.edition] if args.edition != "en" else [])]
     os.chdir(ROOT)
-    if os.name == "posix":  # JupyterLab takes this process's place: Ctrl+C and make see it alone
-        os.execv(lab[0], lab)
-    return subprocess.call(lab)
+    return hand_over(lab)
+
+
+# Linux and macOS: a command can take this process's place (exec); Windows has no such call.
+REPLACES_ITSELF = os.name == "posix"
+
+
+def hand_over(command: list[str], env: Mapping[str, str] | None = None) -> int:
+    """Run ``command`` (JupyterLab, or the launcher's next step) in this process's place; its exit code.
+
+    Where the command can take the process over, it does: Ctrl+C and make see it alone. On Windows it runs as a
+    child, and Ctrl+C in the console reaches both: the child acts on it (JupyterLab stops, or asks to confirm)
+    while this process goes on waiting for it, instead of killing it and ending in a KeyboardInterrupt traceback.
+    """
+    environment = dict(os.environ if env is None else env)
+    if REPLACES_ITSELF:
+        os.execve(command[0], command, environment)
+    with subprocess.Popen(command, env=environment) as child:
+        while True:
+            try:
+                return child.wait()
+            except KeyboardInterrupt:
+                continue
 
 
 if __name__ == "__main__":
