@@ -159,18 +159,47 @@ exec {sys.executable} "$@"
     assert "sudo apt install python3-venv" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("version, platform, fine", [((3, 14, 2), "linux", True), ((3, 15, 0), "darwin", False),
+                                                     ((3, 15, 0), "win32", False), ((3, 16, 1), "linux", False)])
+def test_a_python_newer_than_torch_has_wheels_for_is_named_with_the_range_and_what_to_run(version, platform, fine):
+    message = start.too_new(version, platform)
+    assert (message is None) == fine
+    if not fine:
+        assert f"needs Python 3.11 to 3.14 (the torch of requirements.lock has no wheels for a newer one); " \
+               f"this is Python {'.'.join(map(str, version))}" in message
+        assert ("py -3.12 -m tools.start" if platform == "win32" else "python3.12 -m tools.start") in message
+
+
+def checkout(root: Path) -> None:
+    """A checkout without .venv: the two files a set-up reads."""
+    for name in ("pyproject.toml", "requirements.lock"):
+        (root / name).write_text((ROOT / name).read_text())
+
+
+def test_setup_refuses_a_python_too_new_before_it_makes_the_venv(tmp_path, monkeypatch, capsys):
+    checkout(tmp_path)
+    monkeypatch.setattr(start.sys, "version_info", (3, 15, 0, "final", 0))
+    monkeypatch.setattr(start, "reachable", lambda url: pytest.fail("probed the index before refusing"))
+    monkeypatch.setattr(start.subprocess, "run", lambda *a, **k: pytest.fail(f"ran {a[0]} before refusing"))
+    assert start.setup(tmp_path, ["lab"], "cpu", CPU_INDEX) == 1
+    said = capsys.readouterr().err
+    assert "making .venv needs Python 3.11 to 3.14" in said and "this is Python 3.15.0" in said
+    assert not (tmp_path / ".venv").exists()
+
+
 def test_setup_stops_at_once_on_an_old_python(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(start.sys, "version_info", (3, 10, 12, "final", 0))
     assert start.setup(tmp_path, ["lab"], "cpu", CPU_INDEX) == 1
     assert "needs Python 3.11 or newer" in capsys.readouterr().err and not (tmp_path / ".venv").exists()
 
 
-def test_an_old_python_still_starts_a_venv_that_is_set_up(tmp_path, monkeypatch):
-    # after `python3.12 -m tools.start`, the Mac's python3 (3.9) or Ubuntu 22.04's (3.10) only starts the launcher
+@pytest.mark.parametrize("version", [(3, 9, 6, "final", 0), (3, 15, 0, "final", 0)])
+def test_any_python_still_starts_a_venv_that_is_set_up(tmp_path, monkeypatch, version):
+    # after `python3.12 -m tools.start`, the Mac's python3 (3.9), Ubuntu 22.04's (3.10) or a 3.15 only starts it
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / ".venv").mkdir()
     (tmp_path / ".venv" / start.stamp_name(["lab"])).touch()
-    monkeypatch.setattr(start.sys, "version_info", (3, 9, 6, "final", 0))
+    monkeypatch.setattr(start.sys, "version_info", version)
     assert start.setup(tmp_path, ["lab"], "cpu", CPU_INDEX) == 0
 
 
@@ -200,13 +229,41 @@ def test_on_windows_the_launcher_waits_through_ctrl_c_for_jupyterlab(monkeypatch
 
 
 def test_plan_prints_the_commands_and_runs_none():
-    result = subprocess.run([sys.executable, "-m", "tools.start", "plan", "--platform", "win32", "--extras", "dev"],
+    # another platform than this machine's: the plan of a fresh checkout there, whatever this checkout's .venv holds
+    other = "darwin" if start.platform_of() == "win32" else "win32"
+    result = subprocess.run([sys.executable, "-m", "tools.start", "plan", "--platform", other, "--extras", "dev"],
                             cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     venv, pip = result.stdout.splitlines()
     assert venv.endswith(" -m venv .venv")
-    assert pip == ".venv/Scripts/python.exe -m pip install --constraint requirements.lock --editable '.[dev]'" or \
-        pip.startswith(".venv\\Scripts\\python.exe")
+    assert pip.endswith(" -m pip install --constraint requirements.lock --editable '.[dev]'")
+    assert pip.startswith(".venv/Scripts/python.exe" if other == "win32" else ".venv/bin/python")
+
+
+def plan_here(root: Path, monkeypatch, capsys) -> list[str]:
+    """What ``python3 -m tools.start plan --torch cuda`` prints in the checkout ``root`` (cuda: no probe line)."""
+    monkeypatch.setattr(start, "ROOT", root)
+    assert start.main(["plan", "--torch", "cuda"]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_plan_prints_what_the_set_up_would_really_run_with_the_venv_there(tmp_path, monkeypatch, capsys):
+    checkout(tmp_path)
+    monkeypatch.setattr(start, "has_pip", lambda python: False)
+    venv, pip = plan_here(tmp_path, monkeypatch, capsys)  # no .venv: both steps
+    assert venv == f"{sys.executable} -m venv .venv" and " -m pip install " in pip
+    monkeypatch.setattr(start, "has_pip", lambda python: True)
+    assert plan_here(tmp_path, monkeypatch, capsys) == [pip]  # a .venv with a pip is kept, as setup keeps it
+    touch(tmp_path / ".venv" / ".installed-lab", os.stat(tmp_path / "requirements.lock").st_mtime + 1)
+    (done,) = plan_here(tmp_path, monkeypatch, capsys)  # the stamp is fresh: setup runs nothing
+    assert done.startswith("# .venv has mha-notebooks[lab]") and done.endswith("nothing to install")
+
+
+def test_plan_prints_the_refusal_of_a_python_too_new(tmp_path, monkeypatch, capsys):
+    checkout(tmp_path)
+    monkeypatch.setattr(start.sys, "version_info", (3, 15, 0, "final", 0))
+    first, then = plan_here(tmp_path, monkeypatch, capsys)
+    assert first.startswith("# error: making .venv needs Python 3.11 to 3.14") and "3.12 -m tools.start" in then
 
 
 def test_help_shows_the_examples_with_the_windows_launcher(capsys):
@@ -215,4 +272,5 @@ def test_help_shows_the_examples_with_the_windows_launcher(capsys):
     assert exit.value.code == 0
     text = capsys.readouterr().out
     assert "py -m tools.start" in text
-    assert "python -m tools.start lab --edition zh_CN --port 8899" in text  # the docstring's examples, kept verbatim
+    assert "python3 -m tools.start lab --edition zh_CN --port 8899" in text  # the docstring's examples, kept verbatim
+    assert "usage: python3 -m tools.start" in text  # macOS and Ubuntu have python3, not python

@@ -1,19 +1,21 @@
 """One set-up on Linux, macOS and Windows: make .venv, install the lock, open the reader's JupyterLab.
 
-    python -m tools.start                 set up if needed, then JupyterLab at chapter 00 of my-chapters/
-    python -m tools.start lab --edition zh_CN --port 8899
-    python -m tools.start setup           set up only (the reader's `lab` extra)
-    python -m tools.start setup --extras dev      everything the tests and the maintainers' tools need
-    python -m tools.start plan --platform win32   print the commands it would run, and run none
+    python3 -m tools.start                 set up if needed, then JupyterLab at chapter 00 of my-chapters/
+    python3 -m tools.start lab --edition zh_CN --port 8899
+    python3 -m tools.start setup           set up only (the reader's `lab` extra)
+    python3 -m tools.start setup --extras dev      everything the tests and the maintainers' tools need
+    python3 -m tools.start plan            print the commands a set-up would run now, and run none
+    python3 -m tools.start plan --platform win32   the same for a fresh checkout on Windows
 
-On Windows run it as ``py -m tools.start``, elsewhere ``python3 -m tools.start``, in the folder of the clone.
-`make setup` and `make lab` call it too. It needs only Python's standard library, and it starts on any
-Python 3.10 or newer so that it can say plainly when the Python is too old for the collection itself.
+Run it in the folder of the clone; on Windows as ``py -m tools.start``. `make setup` and `make lab` call it too.
+It needs only Python's standard library, and it starts on any Python 3.10 or newer so that it can say plainly
+when the Python cannot make ``.venv``: older than 3.11, or newer than 3.14 (PyTorch 2.13 has no wheels for it).
 
 What it does (each step printed before it runs):
 
 1. ``python -m venv .venv`` where ``.venv`` has no working pip (a half-made one, left by a failed venv, is made
-   again; when venv fails, the half-made folder is removed and the message says what to install).
+   again; when venv fails, the half-made folder is removed and the message says what to install). The launcher's
+   Python makes it, so that Python must be 3.11 to 3.14; another is refused before anything is made.
 2. ``.venv``'s pip installs the checkout with its extras, every version from ``requirements.lock``. On Linux,
    PyPI's torch is the CUDA build (about 4.5 GB more), so ``--torch cpu`` (the default) asks for ``torch==X+cpu``
    from PyTorch's CPU index. The index is probed first (10 s at most: pip would retry an unreachable index for
@@ -45,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCK = "requirements.lock"
 VENV = ".venv"
 NEEDS = (3, 11)  # requires-python of pyproject.toml (tests/test_start.py checks they agree)
+NEWEST = (3, 14)  # the newest Python that the lock's torch (2.13) has wheels for
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 PLATFORMS = ("linux", "darwin", "win32")
 
@@ -141,14 +144,36 @@ def remedies(plan_: Plan, torch_index: str) -> list[str]:
     return lines
 
 
+def another_python(platform: str) -> str:
+    """How to start the launcher with Python 3.12 instead, on ``platform``."""
+    if platform == "win32":
+        return "py -3.12 -m tools.start  (py --list shows the Pythons installed)"
+    return "python3.12 -m tools.start  (make: make setup PYTHON=python3.12)"
+
+
 def too_old(version: tuple[int, ...], platform: str) -> str | None:
     """The error for a Python older than the collection needs, or None."""
     if tuple(version[:2]) >= NEEDS:
         return None
     have = ".".join(map(str, version[:3]))
-    newer = "py -3.12 -m tools.start" if platform == "win32" else "python3.12 -m tools.start"
     return (f"error: mha-notebooks needs Python {NEEDS[0]}.{NEEDS[1]} or newer; this is Python {have}.\n"
-            f"       Run this with a newer one, for example: {newer}  (make: make setup PYTHON=python3.12)")
+            f"       Run this with a newer one, for example: {another_python(platform)}")
+
+
+def too_new(version: tuple[int, ...], platform: str) -> str | None:
+    """The error for a Python too new to make ``.venv`` with (PyTorch has no wheels for it yet), or None."""
+    if tuple(version[:2]) <= NEWEST:
+        return None
+    have = ".".join(map(str, version[:3]))
+    return (f"error: making {VENV} needs Python {NEEDS[0]}.{NEEDS[1]} to {NEWEST[0]}.{NEWEST[1]} (the torch of {LOCK} "
+            f"has no wheels for a newer one); this is Python {have}.\n"
+            f"       Run this with one of them, for example: {another_python(platform)}")
+
+
+def refusal(version: tuple[int, ...], platform: str, makes_venv: bool) -> str | None:
+    """Why a set-up with this Python stops before it starts, or None. A Python too new for PyTorch is refused only
+    where it would make ``.venv``: an existing ``.venv`` keeps the Python it was made with."""
+    return too_old(version, platform) or (too_new(version, platform) if makes_venv else None)
 
 
 def reachable(url: str, timeout: float = 10) -> bool:
@@ -180,12 +205,11 @@ def setup(root: Path, extras: list[str], torch: str, torch_index: str) -> int:
     platform = platform_of()
     if is_fresh(root, extras):  # set up already: this Python only starts the launcher, .venv's runs the rest
         return 0
-    message = too_old(sys.version_info, platform)
+    has_venv = has_pip(venv_python(root, platform))
+    message = refusal(sys.version_info, platform, makes_venv=not has_venv)
     if message:
         print(message, file=sys.stderr)
         return 1
-    python = venv_python(root, platform)
-    has_venv = has_pip(python)
     cpu = platform == "linux" and torch == "cpu"
     steps = plan(root, platform, extras, torch, torch_index, index_reachable=not cpu or reachable(torch_index),
                  has_venv=has_venv)
@@ -212,6 +236,25 @@ def setup(root: Path, extras: list[str], torch: str, torch_index: str) -> int:
     return 0
 
 
+def planned(root: Path, platform: str, extras: list[str], torch: str, torch_index: str) -> list[str]:
+    """The lines ``plan`` prints: the commands a set-up would run now, and nothing is run. On this machine's platform
+    they follow ``.venv`` as ``setup`` does (nothing where the stamp is fresh, no venv step where it has a pip, a
+    refusal where this Python cannot make it); for another platform they are those of a fresh checkout."""
+    here = platform == platform_of()
+    if here and is_fresh(root, extras):
+        return [f"# {VENV} has mha-notebooks[{','.join(extras)}] (its stamp is newer than pyproject.toml and {LOCK}): "
+                "nothing to install"]
+    has_venv = here and has_pip(venv_python(root, platform))
+    message = refusal(sys.version_info, platform, makes_venv=not has_venv) if here else None
+    if message:
+        return [f"# {line}" for line in message.splitlines()]
+    steps = plan(root, platform, extras, torch, torch_index, has_venv=has_venv)
+    lines = [show(command, root) for command in (steps.make_venv, steps.pip) if command]
+    if steps.cpu_torch:
+        lines.append(f"# first: is {torch_index}/torch/ reachable (10 s)? If not, --extra-index-url is left out")
+    return lines
+
+
 def extras_list(text: str) -> list[str]:
     extras = [extra.strip() for extra in text.split(",") if extra.strip()]
     if not extras or any(not re.fullmatch(r"[a-z][a-z0-9-]*", extra) for extra in extras):
@@ -222,7 +265,7 @@ def extras_list(text: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     summary, examples = __doc__.split("\n\n")[:2]  # the first line, and the examples under it
-    parser = argparse.ArgumentParser(prog="python -m tools.start", description=summary,
+    parser = argparse.ArgumentParser(prog="python3 -m tools.start", description=summary,
                                      epilog=f"examples (on Windows: py -m tools.start):\n{examples}",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", nargs="?", choices=["lab", "setup", "plan"], default="lab")
@@ -242,12 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--port {args.port}: a port is a number from 1 to 65535")
 
     if args.action == "plan":
-        platform = args.platform or platform_of()
-        steps = plan(ROOT, platform, args.extras, args.torch, args.torch_index)
-        for command in [steps.make_venv, steps.pip]:
-            print(show(command))
-        if steps.cpu_torch:
-            print(f"# first: is {args.torch_index}/torch/ reachable (10 s)? If not, --extra-index-url is left out")
+        print("\n".join(planned(ROOT, args.platform or platform_of(), args.extras, args.torch, args.torch_index)))
         return 0
     code = setup(ROOT, args.extras, args.torch, args.torch_index)
     if code or args.action == "setup":
