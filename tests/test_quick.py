@@ -65,6 +65,23 @@ def test_make_test_quick_and_the_command_without_make_are_the_same():
         assert r'.venv\Scripts\python -m pytest -n auto -m "not slow" tests' in (ROOT / "docs" / page).read_text(), page
 
 
+def test_make_test_notebooks_and_the_commands_without_make_are_the_same():
+    """docs/platforms*.md give `make test-notebooks` for Windows: its pytest calls and PORTABLE's settings."""
+    makefile = (ROOT / "Makefile").read_text()
+    nbval = re.search(r"^NBVAL := (.*)$", makefile, re.MULTILINE)[1]
+    portable = re.search(r"^PORTABLE := (.*)$", makefile, re.MULTILINE)[1]
+    recipe = re.search(r"^test-notebooks:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)[1]
+    runs = [line.split("$(BIN)/python ")[1].replace("$(NBVAL)", nbval) for line in recipe.splitlines()]
+    assert len(runs) == 3 and "$(PORTABLE)" in recipe
+    for page in ("platforms.md", "platforms.zh-CN.md"):
+        text = (ROOT / "docs" / page).read_text()
+        for run in runs:
+            assert rf".venv\Scripts\python {run}" in text, (page, run)
+        for setting in portable.split():
+            name, value = setting.split("=")
+            assert f'$env:{name}="{value}"' in text, (page, setting)
+
+
 @pytest.fixture(scope="module")
 def quick_selection() -> tuple[set[str], int]:
     """The node ids that make test-quick runs, collected by pytest in a subprocess, and the number it deselected."""

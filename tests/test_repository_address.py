@@ -1,7 +1,9 @@
 """The repository address lives in one place, [project.urls] Repository in pyproject.toml; tools/colab.py makes
-the Colab install cells and the badges of docs/online.md from it and its --check fails when either has drifted."""
+the Colab install cells and the badges of docs/online.md from it and its --check fails when either has drifted.
+The set-up's `git clone` line (the READMEs, docs/platforms*.md) is the one other place that spells it."""
 
 import importlib.util
+import re
 import subprocess
 from pathlib import Path
 
@@ -12,6 +14,9 @@ spec = importlib.util.spec_from_file_location("colab_tool", ROOT / "tools" / "co
 colab = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(colab)
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+# The pages whose set-up starts with `git clone ADDRESS`: a newcomer copies it, so it is the address itself.
+CLONE_PAGES = ("README.md", "README.zh-CN.md", "docs/platforms.md", "docs/platforms.zh-CN.md")
+CLONE = f"git clone {colab.REPOSITORY_URL}"
 
 
 def test_the_address_is_read_from_pyproject(tmp_path):
@@ -53,11 +58,19 @@ def test_no_other_tracked_file_spells_the_address():
         if name in generated or name.startswith(("notebooks/", "chapters/", "zh-CN/")) or not path.is_file():
             continue  # the install cells of every edition are generated too (and checked by --check)
         try:
-            if owner_name in path.read_text():
+            text = path.read_text()
+            if owner_name in (text.replace(CLONE, "") if name in CLONE_PAGES else text):
                 spelled.append(name)
         except UnicodeDecodeError:
             continue
     assert spelled == []
+
+
+@pytest.mark.parametrize("page", CLONE_PAGES)
+def test_the_set_up_clones_the_address_of_pyproject(page):
+    text = (ROOT / page).read_text()
+    assert CLONE in text, f"{page}: the set-up should start with `{CLONE}`"
+    assert set(re.findall(r"git clone (https://[^\s`]+)", text)) == {colab.REPOSITORY_URL}, page
 
 
 def test_the_readmes_offer_no_badge_while_the_address_is_a_placeholder():
