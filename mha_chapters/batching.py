@@ -19,6 +19,7 @@ Dimension names (those of the d2l book): ``batch_size``, ``seq_len`` (self-atten
 from __future__ import annotations
 
 import os
+import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -354,8 +355,10 @@ def plot_roofline(layers: dict[str, Sequence[LayerTraffic]], gpu: GpuSpec = H100
                   published: Sequence[tuple[str, str, float, str]] = PUBLISHED_ATTENTION) -> Figure:
     """Log-log roofline of ``gpu``: attainable FLOP/s against intensity, each layer's batch sizes on its roof.
 
-    The points are the model's bound (min(peak, intensity x bandwidth)), not measurements; published
-    measurements are dotted horizontal lines, labelled as published.
+    The points are the model's bound (min(peak, intensity x bandwidth)), not measurements. A published
+    measurement gives a rate but not the intensity it ran at, so it is drawn where the roofline allows that rate:
+    a dashed line from the least intensity that reaches it (rate / bandwidth, marked) to the right, labelled as
+    published.
     """
     from matplotlib.figure import Figure
 
@@ -375,8 +378,11 @@ def plot_roofline(layers: dict[str, Sequence[LayerTraffic]], gpu: GpuSpec = H100
         for t, (x, y) in zip(traffics, points, strict=True):
             ax.annotate(str(t.batch_size), (x, y), textcoords="offset points", xytext=(3, -10), fontsize="x-small")
     for (what, device, flops, _source), colour in zip(published, ("tab:green", "tab:purple"), strict=False):
-        ax.axhline(flops / 1e12, color=colour, linestyle="--", linewidth=1,
-                   label=figure_text("published: {what}, {device}").format(what=figure_text(what), device=device))
+        least = flops / gpu.bandwidth  # below this intensity the memory roof is lower than the published rate
+        ax.plot([least, high], [flops / 1e12] * 2, color=colour, linestyle="--", linewidth=1, marker="|",
+                markevery=[0], markersize=12,
+                label=figure_text("published: {what}, {device} (needs {least:.0f}+ FLOPs per byte)").format(
+                    what=figure_text(what), device=device, least=least))
     ax.set(xscale="log", yscale="log", xlabel=figure_text("arithmetic intensity (FLOPs per byte moved)"),
            ylabel=figure_text("attainable TFLOP/s (model)"),
            title=figure_text("Roofline: batch sizes marked; dotted: the ridge point"))
@@ -393,33 +399,50 @@ def plot_roofline(layers: dict[str, Sequence[LayerTraffic]], gpu: GpuSpec = H100
 FLOAT32_LANES = {"AVX512": 16, "AVX2": 8}
 # The names of cpu_facts' entries, marked for mha_lib's catalogue: chapter 07 prints them as ``tr(name)``, so the
 # English table shows the keys a reader indexes ``facts`` with, and the Chinese one says what each is.
-CPU_FACT_NAMES = (N_("capability"), N_("float32_lanes"), N_("clock_hz"), N_("logical_cores"), N_("torch_threads"))
+CPU_FACT_NAMES = (N_("capability"), N_("float32_lanes"), N_("clock_hz"), N_("clock_is_max"), N_("logical_cores"),
+                  N_("torch_threads"))
 
 
 def cpu_facts() -> dict[str, object]:
     """What this CPU offers for parallel arithmetic: vector capability and lanes, clock, cores, threads.
 
-    ``clock_hz`` is the clock ``/proc/cpuinfo`` reports (None where there is none, e.g. macOS,
-    Windows); ``float32_lanes`` is None for a capability :data:`FLOAT32_LANES` does not list.
+    ``clock_hz`` is the highest clock the operating system reports: the cores' maximum (cpufreq's
+    ``cpuinfo_max_freq``, turbo included) where Linux gives it, and ``clock_is_max`` is True; else the clock
+    ``/proc/cpuinfo`` reports now, which a turbo clock may exceed (many virtual machines), and ``clock_is_max`` is
+    False; None where there is neither (macOS, Windows). ``float32_lanes`` is None for a capability
+    :data:`FLOAT32_LANES` does not list.
     """
     capability = torch.backends.cpu.get_cpu_capability()
+    maximum = _cpufreq_max_hz()
     return {
         "capability": capability,
         "float32_lanes": FLOAT32_LANES.get(capability),
-        "clock_hz": _cpuinfo_clock_hz(),
+        "clock_hz": maximum or _cpuinfo_clock_hz(),
+        "clock_is_max": maximum is not None,
         "logical_cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
     }
 
 
+def _cpufreq_max_hz(root: Path = Path("/sys/devices/system/cpu")) -> float | None:
+    """The highest ``cpuinfo_max_freq`` of any core, in Hz (the file holds kHz); None where Linux gives none."""
+    found = []
+    for path in root.glob("cpu[0-9]*/cpufreq/cpuinfo_max_freq"):
+        try:
+            found.append(int(path.read_text()) * 1e3)
+        except (OSError, ValueError):
+            continue
+    return max(found, default=None)
+
+
 def _cpuinfo_clock_hz() -> float | None:
+    """The highest ``cpu MHz`` that ``/proc/cpuinfo`` lists for any core, in Hz; None without it."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("cpu MHz"):
-                return float(line.split(":", 1)[1]) * 1e6
+        clocks = [float(line.split(":", 1)[1]) * 1e6 for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("cpu MHz")]
     except (OSError, ValueError):
-        pass
-    return None
+        return None
+    return max(clocks, default=None)
 
 
 # ---------------------------------------------------------------- comparing measurements
@@ -485,9 +508,12 @@ def _short(run: DeviceRun) -> str:
 def plot_loops_vs_batch(runs: Sequence[DeviceRun]) -> Figure:
     """Live loop-vs-batch sweeps: time per call against batch size, and the batched call's speed-up.
 
-    The CPU with one thread is drawn dash-dot, with more threads solid; a GPU with square markers.
+    The speed-up is the median of the sweep's paired rounds, with their range as a band (a recording without
+    rounds: the ratio of the medians). The CPU with one thread is drawn dash-dot, with more threads solid; a GPU
+    with square markers.
     """
     from matplotlib.figure import Figure  # imported here: the sweeps themselves run without matplotlib
+    from matplotlib.ticker import ScalarFormatter
 
     fig = Figure(figsize=(11, 4.6), layout="constrained")
     time_ax, speed_ax = fig.subplots(1, 2)
@@ -500,15 +526,21 @@ def plot_loops_vs_batch(runs: Sequence[DeviceRun]) -> Figure:
                          label=figure_text("{implementation}, {run}").format(
                              implementation=figure_text(_LABELS[name]), run=_short(run)), **style)
         for name in ("per_sample", "per_head"):
-            speed_ax.plot(sweep.batch_sizes, speedups(sweep.median_s[name], sweep.median_s["batched"]),
+            rounds = sweep.round_speedups[name] if sweep.round_speedups else \
+                [[ratio] for ratio in speedups(sweep.median_s[name], sweep.median_s["batched"])]
+            speed_ax.plot(sweep.batch_sizes, [statistics.median(ratios) for ratios in rounds],
                           color=_COLOURS[name], label=figure_text("batched vs {other}, {run}").format(
                               other=figure_text(_LABELS[name]), run=_short(run)), **style)
+            speed_ax.fill_between(sweep.batch_sizes, [min(ratios) for ratios in rounds],
+                                  [max(ratios) for ratios in rounds], color=_COLOURS[name], alpha=0.15, linewidth=0)
     time_ax.set(xscale="log", yscale="log", xlabel=figure_text("batch size (samples)"),
                 ylabel=figure_text("median time per call (ms)"), title=figure_text("Time for one multi-head attention"))
     speed_ax.set(xscale="log", yscale="log", xlabel=figure_text("batch size (samples)"),
                  ylabel=figure_text("speed-up of the batched call (×)"),
-                 title=figure_text("How many times faster one batched call is"))
+                 title=figure_text("Paired speed-up: median, band from min to max"))
     speed_ax.axhline(1.0, color="gray", linewidth=0.8, linestyle=":")
+    speed_ax.yaxis.set_major_formatter(ScalarFormatter())  # 2, 3, 4 rather than 2 x 10^0
+    speed_ax.yaxis.set_minor_formatter(ScalarFormatter())
     for ax in (time_ax, speed_ax):
         ax.legend(fontsize="x-small")
         ax.grid(True, which="major", alpha=0.3)

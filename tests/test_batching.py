@@ -487,3 +487,40 @@ def test_page_faults_per_call_counts_fresh_pages_of_large_results():
     assert small < 10 and large > 0.5 * 64 * 2**20 / 4096
     with pytest.raises(ValueError):
         page_faults_per_call(lambda: None, calls=0)
+
+
+# ---------------------------------------------------------------- paired rounds, the clock
+
+
+def test_the_batch_sweep_keeps_each_rounds_speed_up_and_the_figure_draws_their_spread(tiny_result):
+    sweep = tiny_result.runs[0].batch_sweep
+    assert set(sweep.round_speedups) == {"per_sample", "per_head"}
+    for loop, rounds in sweep.round_speedups.items():
+        assert len(rounds) == len(sweep.batch_sizes) and all(len(ratios) == 9 for ratios in rounds)
+        assert all(ratio > 0 for ratios in rounds for ratio in ratios), loop
+    fig = plot_loops_vs_batch(tiny_result.runs)
+    speed_ax = fig.axes[1]
+    assert len(speed_ax.collections) == 2  # a min-max band per loop, around the median line
+    again = BenchResult.from_dict(json.loads(json.dumps(tiny_result.to_dict())))  # it survives the JSON file
+    assert again.runs[0].batch_sweep.round_speedups == sweep.round_speedups
+    older = tiny_result.to_dict()
+    del older["runs"][0]["batch_sweep"]["round_speedups"]  # a recording made before the rounds were kept
+    assert BenchResult.from_dict(older).runs[0].batch_sweep.round_speedups is None
+    plot_loops_vs_batch(BenchResult.from_dict(older).runs)
+    broken = tiny_result.to_dict()
+    broken["runs"][0]["batch_sweep"]["round_speedups"]["per_head"] = [[1.0]]
+    with pytest.raises(ValueError, match="round_speedups.per_head"):
+        BenchResult.from_dict(broken)
+
+
+def test_the_clock_is_the_cores_maximum_where_linux_gives_it(tmp_path):
+    from mha_chapters.batching import _cpufreq_max_hz
+
+    assert _cpufreq_max_hz(tmp_path) is None  # no cpufreq (a virtual machine): cpu_facts falls back to /proc/cpuinfo
+    for core, khz in ((0, "3700000"), (1, "3500000\n")):
+        folder = tmp_path / f"cpu{core}" / "cpufreq"
+        folder.mkdir(parents=True)
+        (folder / "cpuinfo_max_freq").write_text(khz)
+    assert _cpufreq_max_hz(tmp_path) == 3.7e9
+    facts = cpu_facts()
+    assert isinstance(facts["clock_is_max"], bool)

@@ -2,6 +2,7 @@
 FLOPs and least bytes, and the paired wall / CPU timing of its CPU half (mha_chapters.batching,
 mha_chapters.bench.timing)."""
 
+import os
 import time
 
 import pytest
@@ -85,8 +86,11 @@ def test_the_roofline_is_log_log_with_a_line_per_published_measurement():
     assert isinstance(fig, Figure)
     (ax,) = fig.axes
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-    heights = sorted(line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == "--")
-    assert heights == pytest.approx(sorted(flops / 1e12 for _, _, flops, _ in PUBLISHED_ATTENTION))
+    dashed = sorted(value for line in ax.get_lines() if line.get_linestyle() == "--"
+                    for value in (line.get_ydata()[0], line.get_xdata()[0]))
+    published = sorted(value for _, _, flops, _ in PUBLISHED_ATTENTION
+                       for value in (flops / 1e12, flops / H100_SXM.bandwidth))
+    assert dashed == pytest.approx(published)  # each rate from the least intensity at which the roofline allows it
     with pytest.raises(ValueError, match="layers"):
         plot_roofline({})
 
@@ -98,7 +102,7 @@ def test_paired_wall_and_cpu_tells_waiting_from_working():
     def worker():
         sum(range(20_000))
 
-    times = paired_wall_and_cpu(sleeper, worker, repeats=4, number=2, num_threads=1)
+    times = paired_wall_and_cpu(sleeper, worker, repeats=4, window_s=0.01, num_threads=1)
     assert set(times) == {"wall", "cpu"} and all(len(side) == 4 for pair in times.values() for side in pair)
     sleep_wall, work_wall = times["wall"]
     sleep_cpu, work_cpu = times["cpu"]
@@ -107,3 +111,22 @@ def test_paired_wall_and_cpu_tells_waiting_from_working():
     assert all(cpu > 0 for cpu in work_cpu) and all(wall > 0 for wall in work_wall)
     with pytest.raises(ValueError, match="repeats"):
         paired_wall_and_cpu(worker, worker, repeats=0)
+    with pytest.raises(ValueError, match="window_s"):
+        paired_wall_and_cpu(worker, worker, window_s=0)
+
+
+def test_cpu_time_windows_are_long_enough_to_count_the_cores():
+    """Over windows of a few calls the process's CPU time can read more cores than there are; over 20 ms it cannot."""
+    import torch
+
+    from mha_chapters.batching import attention_batched
+    from mha_chapters.bench.sweeps import random_qkv
+    from mha_chapters.bench.timing import calls_per_window
+
+    queries, keys, values = random_qkv(32, 10, 100)
+    call = lambda: attention_batched(queries, keys, values, 5)  # noqa: E731 - a call of a fraction of a millisecond
+    assert calls_per_window([call], 0.02) >= 5  # more calls than the chapter's old windows of 5
+    threads = min(2, os.cpu_count() or 1)
+    times = paired_wall_and_cpu(call, call, repeats=3, num_threads=threads)
+    for wall, cpu in zip(times["wall"][1], times["cpu"][1], strict=True):
+        assert cpu / wall <= threads * 1.15, (cpu, wall, torch.get_num_threads())

@@ -224,3 +224,14 @@ def test_a_browser_tests_own_processes_are_its_own_and_the_rest_are_others():
 def test_no_name_in_before_the_rule_is_a_file_that_is_gone():
     # make record-cpu replaces each recording it makes again: its name then leaves BEFORE_THE_RULE
     assert [name for name in sorted(BEFORE_THE_RULE) if not (RESULTS / name).exists()] == []
+
+
+def test_the_provenance_names_the_threads_the_cell_timed_with(capsys):
+    import torch
+
+    with watch.watch_machine(threads=1) as machine:  # a one-thread timing on a machine whose PyTorch uses more
+        pass
+    assert machine.provenance.threads == 1 and "1 thread," in machine.provenance.text()
+    assert watch.watch_machine().stop().threads == torch.get_num_threads()  # by default: all PyTorch uses now
+    with pytest.raises(ValueError, match="threads"):
+        watch.watch_machine(threads=0)

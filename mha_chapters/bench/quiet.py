@@ -35,6 +35,8 @@ from pathlib import Path
 
 import torch
 
+from mha_lib._validation import require_positive_int
+
 from ..i18n import _
 from .timing import threads_text
 
@@ -179,8 +181,8 @@ class MachineWatch:
     """What ``watch_machine`` returns, watching already; ``stop`` (or ``report``) ends the watch and sets
     ``provenance``. Also a context manager: ``with watch_machine() as machine:`` stops at the end of the block."""
 
-    def __init__(self, device: str, wait: bool, tree: bool = False) -> None:
-        self.device, self.wait, self.tree = device, wait, tree
+    def __init__(self, device: str, wait: bool, tree: bool = False, threads: int | None = None) -> None:
+        self.device, self.wait, self.tree, self.threads = device, wait, tree, threads
         self.provenance: Provenance | None = None
         self._load: float | None = None
         self._before: float | None = None
@@ -205,7 +207,8 @@ class MachineWatch:
             return self.provenance
         self.provenance = Provenance(
             load_average=_rounded(self._load), others_before=_rounded(self._before),
-            others_during=_rounded(busy_cores(self._start, _Sample.now(self.tree))), threads=torch.get_num_threads(),
+            others_during=_rounded(busy_cores(self._start, _Sample.now(self.tree))),
+            threads=torch.get_num_threads() if self.threads is None else self.threads,
             torch=torch.__version__, date=datetime.date.today().isoformat(), device=self.device)
         return self.provenance
 
@@ -231,13 +234,17 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 2)
 
 
-def watch_machine(device: str = "cpu", wait: bool | None = None, tree: bool = False) -> MachineWatch:
+def watch_machine(device: str = "cpu", wait: bool | None = None, tree: bool = False,
+                  threads: int | None = None) -> MachineWatch:
     """Start watching how busy the rest of the machine is while this cell times something on ``device``.
 
     ``wait``: first wait up to ``WAIT_S`` seconds for the other processes to fall quiet; by default only while the
     outputs are being stored (``STORE_OUTPUTS_VARIABLE`` is 1); a recorder (``benchmarks/``) passes True.
     ``tree``: count the processes started under this one as its own (a browser test's server, kernel and browser).
+    ``threads``: the most CPU threads the cell's timings use, for the provenance (None: all PyTorch uses now).
     """
     if wait is None:
         wait = os.environ.get(STORE_OUTPUTS_VARIABLE) == "1"
-    return MachineWatch(str(device), wait, tree).start()
+    if threads is not None:
+        require_positive_int("threads", threads)
+    return MachineWatch(str(device), wait, tree, threads).start()

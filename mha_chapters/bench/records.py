@@ -63,7 +63,12 @@ Record = TypeVar("Record")
 
 @dataclass
 class BatchSweepRecord:
-    """The loop-vs-batch sweep: ``median_s[implementation][i]`` seconds per call at ``batch_sizes[i]``."""
+    """The loop-vs-batch sweep: ``median_s[implementation][i]`` seconds per call at ``batch_sizes[i]``.
+
+    ``round_speedups[loop][i]``: the batched call's speed-up over ``loop`` ("per_sample" or "per_head") at
+    ``batch_sizes[i]`` in each round of the interleaved timing, time(loop) / time(batched); files recorded before
+    2026-12-04 have none.
+    """
 
     batch_sizes: list[int]
     seq_len: int
@@ -71,11 +76,17 @@ class BatchSweepRecord:
     num_heads: int
     flops: list[int]
     median_s: dict[str, list[float]]
+    round_speedups: dict[str, list[list[float]]] | None = None
 
     def check(self) -> None:
         _check_sizes(self.batch_sizes, "batch_sizes")
         _check_lists(self, ["flops"], len(self.batch_sizes))
         _check_medians(self.median_s, BATCH_IMPLEMENTATIONS, len(self.batch_sizes))
+        for loop, rounds in (self.round_speedups or {}).items():
+            if len(rounds) != len(self.batch_sizes) or not all(rounds) or min(min(r) for r in rounds) <= 0:
+                template = _("must hold, for each of the {length} sizes, a list of positive ratios, got {rounds!r:.80}")
+                raise _FieldError(f"round_speedups.{loop}", template.format(length=len(self.batch_sizes),
+                                                                            rounds=rounds))
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """The two sweeps of chapter 07: loops against one batched call, and cost against sequence length.
 
 Each sweep first checks that the implementations it times agree (a fast wrong answer is worth nothing),
-then times each with :func:`~mha_chapters.bench.timing.median_time`, in float32 and inference mode.
+then times them in float32 and inference mode: the batch sweep its three calls in interleaved rounds
+(:func:`~mha_chapters.bench.timing.interleaved_times`), so that its speed-ups are paired, the length sweep each
+call with :func:`~mha_chapters.bench.timing.median_time`.
 :func:`measure_device` runs both on one device and returns a :class:`~mha_chapters.bench.records.DeviceRun`.
 
 Dimension names (those of the d2l book): ``batch_size``, ``seq_len`` (self-attention, so
@@ -11,6 +13,7 @@ Dimension names (those of the d2l book): ``batch_size``, ``seq_len`` (self-atten
 from __future__ import annotations
 
 import functools
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -23,10 +26,18 @@ from mha_lib.functional import dot_product_attention, transpose_qkv
 from mha_lib.utils import cpu_threads
 
 from ..anatomy import score_bytes
-from ..batching import IMPLEMENTATIONS, attention_flops, peak_flops
+from ..batching import IMPLEMENTATIONS, attention_flops, peak_flops, speedups
 from ..i18n import _
 from .records import BatchSweepRecord, DeviceRun, LengthSweepRecord
-from .timing import device_name, median_time, paired_speedups, resolve_threads, synchronize
+from .timing import (
+    calls_per_window,
+    device_name,
+    interleaved_times,
+    median_time,
+    paired_speedups,
+    resolve_threads,
+    synchronize,
+)
 
 __all__ = ["BatchSweep", "LengthSweep", "length_calls", "measure_device", "paired_length_ratios", "random_qkv",
            "sweep_batch_sizes", "sweep_seq_lens"]
@@ -64,11 +75,18 @@ def random_qkv(batch_size: int, seq_len: int, num_hiddens: int, device: torch.de
 
 
 def sweep_batch_sizes(device: torch.device | str, sweep: BatchSweep = BatchSweep(), min_run_time: float = 0.05,
-                      num_threads: int | None = None, seed: int = 0) -> BatchSweepRecord:
-    """Time the three implementations of :mod:`mha_chapters.batching` for every batch size."""
+                      num_threads: int | None = None, seed: int = 0, repeats: int = 9) -> BatchSweepRecord:
+    """Time the three implementations of :mod:`mha_chapters.batching` for every batch size.
+
+    At each batch size the three calls are timed in ``repeats`` interleaved rounds, each call for about
+    ``min_run_time / repeats`` seconds a round: the medians are each call's, the speed-ups of the batched call are
+    taken round by round (``round_speedups``), so a moment of load falls on both sides of a ratio.
+    """
     device = torch.device(device)
     _check_sweep(sweep.batch_sizes, "batch_sizes", sweep.num_hiddens, sweep.num_heads)
+    require_positive_int("repeats", repeats)
     medians: dict[str, list[float]] = {name: [] for name in IMPLEMENTATIONS}
+    rounds: dict[str, list[list[float]]] = {"per_sample": [], "per_head": []}
     with torch.inference_mode():
         for batch_size in sweep.batch_sizes:
             queries, keys, values = random_qkv(batch_size, sweep.seq_len, sweep.num_hiddens, device, seed)
@@ -76,14 +94,20 @@ def sweep_batch_sizes(device: torch.device | str, sweep: BatchSweep = BatchSweep
             for name, output in outputs.items():  # the same result, or the timings mean nothing
                 torch.testing.assert_close(output, outputs["batched"], rtol=1e-4, atol=1e-5,
                                            msg=lambda m, n=name: f"{n}: {m}")
-            for name, fn in IMPLEMENTATIONS.items():
-                call = functools.partial(fn, queries, keys, values, sweep.num_heads)
-                medians[name].append(median_time(call, device, min_run_time, num_threads))
+            calls = [functools.partial(fn, queries, keys, values, sweep.num_heads) for fn in IMPLEMENTATIONS.values()]
+            number = calls_per_window(calls, min_run_time / repeats, device, num_threads)
+            times = dict(zip(IMPLEMENTATIONS, interleaved_times(calls, device, repeats, number, num_threads),
+                             strict=True))
+            for name, seconds in times.items():
+                medians[name].append(statistics.median(seconds))
+            for loop, ratios in rounds.items():
+                ratios.append(speedups(times[loop], times["batched"]))
     return BatchSweepRecord(
         batch_sizes=list(sweep.batch_sizes), seq_len=sweep.seq_len, num_hiddens=sweep.num_hiddens,
         num_heads=sweep.num_heads,
         flops=[attention_flops(b, sweep.seq_len, sweep.seq_len, sweep.num_hiddens) for b in sweep.batch_sizes],
         median_s=medians,
+        round_speedups=rounds,
     )
 
 

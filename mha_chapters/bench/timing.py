@@ -8,6 +8,7 @@ that keep a shared machine's drift out of the ratio. All use
 
 from __future__ import annotations
 
+import math
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -21,7 +22,8 @@ from mha_lib.utils import cpu_threads
 
 from ..i18n import N_, _, tr
 
-__all__ = ["available_devices", "cpu_caches", "cpuinfo_model", "data_caches", "device_name", "interleaved_times",
+__all__ = ["available_devices", "calls_per_window", "cpu_caches", "cpuinfo_model", "data_caches", "device_name",
+           "interleaved_times",
            "live_threads_text", "machine_summary", "median_time", "page_faults_per_call", "paired_speedups",
            "paired_times", "paired_wall_and_cpu", "resolve_threads", "synchronize", "thread_speedups", "threads_text"]
 
@@ -172,23 +174,47 @@ def paired_speedups(slow: Callable[[], object], fast: Callable[[], object], devi
     return _ratios(*paired_times(slow, fast, device, repeats, number, num_threads))
 
 
-def paired_wall_and_cpu(first: Callable[[], object], second: Callable[[], object], repeats: int = 9, number: int = 5,
-                        num_threads: int | None = None) -> dict[str, tuple[list[float], list[float]]]:
+def calls_per_window(calls: Sequence[Callable[[], object]], window_s: float, device: torch.device | str = "cpu",
+                     num_threads: int | None = None) -> int:
+    """How many calls of the fastest of ``calls`` take at least ``window_s`` seconds (at least one call).
+
+    A timed window must be long enough for its clock: ``torch.utils.benchmark`` reads a wall clock that is exact to
+    the microsecond, but Linux adds up a process's CPU time in ticks, so a CPU-time window of a few milliseconds can
+    read twice too high or too low. Each call is timed once after a warm-up.
+    """
+    if not window_s > 0:
+        raise ValueError(tr("window_s must be a positive number of seconds, got {window_s!r}").format(
+            window_s=window_s))
+    device = torch.device(device)
+    threads = resolve_threads(num_threads)
+    fastest = math.inf
+    with torch.inference_mode(), cpu_threads(threads):
+        for fn in calls:
+            fn = _synchronized(fn, device)
+            fn()  # warm-up
+            timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads)
+            fastest = min(fastest, timer.timeit(1).median)
+    return max(1, math.ceil(window_s / fastest))
+
+
+def paired_wall_and_cpu(first: Callable[[], object], second: Callable[[], object], repeats: int = 9,
+                        window_s: float = 0.02, num_threads: int | None = None
+                        ) -> dict[str, tuple[list[float], list[float]]]:
     """On the CPU, ``first`` and ``second`` timed back to back ``repeats`` times, alternating which goes first.
 
-    Returns ``{"wall": (first_s, second_s), "cpu": (first_s, second_s)}``, seconds per call: wall-clock time
-    (``time.perf_counter``) and the CPU time of this process, all its threads together (``time.process_time``).
+    Returns ``{"wall": (first_s, second_s), "cpu": (first_s, second_s)}``, seconds per call in each window: wall-clock
+    time (``time.perf_counter``) and the CPU time of this process, all its threads together (``time.process_time``).
     On a busy machine the wall time includes the moments another process held the core; the CPU time does not,
-    and CPU time / wall time shows how many cores the call kept busy.
+    and CPU time / wall time shows how many cores the call kept busy. Each window lasts at least ``window_s``
+    (:func:`calls_per_window`): over shorter ones the CPU time is not exact, so a core count read from it can come
+    out above the cores there are.
     """
     require_positive_int("repeats", repeats)
-    require_positive_int("number", number)
     threads = resolve_threads(num_threads)
-    times: dict[str, tuple[list[float], list[float]]] = {"wall": ([], []), "cpu": ([], [])}
     calls = (first, second)
+    number = calls_per_window(calls, window_s, "cpu", threads)
+    times: dict[str, tuple[list[float], list[float]]] = {"wall": ([], []), "cpu": ([], [])}
     with torch.inference_mode(), cpu_threads(threads):
-        for fn in calls:  # warm-up
-            fn()
         for i in range(repeats):
             for j in ((0, 1) if i % 2 == 0 else (1, 0)):
                 wall, cpu = time.perf_counter(), time.process_time()
