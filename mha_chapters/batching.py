@@ -372,17 +372,22 @@ def plot_roofline(layers: dict[str, Sequence[LayerTraffic]], gpu: GpuSpec = H100
     ax.plot(xs, [min(gpu.peak_flops, x * gpu.bandwidth) / 1e12 for x in xs], color="black",
             label=figure_text("{gpu}: datasheet roofline").format(gpu=gpu.name))
     ax.axvline(gpu.ridge_point, color="gray", linestyle=":", linewidth=0.8)
-    for (label, traffics), marker in zip(layers.items(), "os^D", strict=False):
+    for k, ((label, traffics), marker) in enumerate(zip(layers.items(), "os^D", strict=False)):
         points = [(t.intensity, min(gpu.peak_flops, t.intensity * gpu.bandwidth) / 1e12) for t in traffics]
-        ax.plot(*zip(*points, strict=True), marker=marker, linestyle="none", label=label)
+        hollow = {"markerfacecolor": "none", "markersize": 10} if k == 0 else {}  # the next layer's points show inside
+        ax.plot(*zip(*points, strict=True), marker=marker, linestyle="none", label=label, **hollow)
+        last_x = 0.0
         for t, (x, y) in zip(traffics, points, strict=True):
-            ax.annotate(str(t.batch_size), (x, y), textcoords="offset points", xytext=(3, -10), fontsize="x-small")
+            if x > 1.15 * last_x:  # a label where it does not overlap the previous one
+                ax.annotate(str(t.batch_size), (x, y), textcoords="offset points", xytext=(3, -11 if k == 0 else 5),
+                            fontsize="x-small")
+                last_x = x
     for (what, device, flops, _source), colour in zip(published, ("tab:green", "tab:purple"), strict=False):
         least = flops / gpu.bandwidth  # below this intensity the memory roof is lower than the published rate
         ax.plot([least, high], [flops / 1e12] * 2, color=colour, linestyle="--", linewidth=1, marker="|",
                 markevery=[0], markersize=12,
-                label=figure_text("published: {what}, {device} (needs {least:.0f}+ FLOPs per byte)").format(
-                    what=figure_text(what), device=device, least=least))
+                label=figure_text("published: {what}, {device}; the roofline allows it from {least:.0f} FLOPs "
+                                  "per byte").format(what=figure_text(what), device=device, least=least))
     ax.set(xscale="log", yscale="log", xlabel=figure_text("arithmetic intensity (FLOPs per byte moved)"),
            ylabel=figure_text("attainable TFLOP/s (model)"),
            title=figure_text("Roofline: batch sizes marked; dotted: the ridge point"))
