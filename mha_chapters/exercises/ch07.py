@@ -76,4 +76,5 @@ def check_core_peak(answer: Any) -> None:
         12: _("each FMA instruction works on all 8 lanes of the register at once: multiply by 8."),
         6: _("that is one lane of one FMA unit; the core has 8 lanes and 2 FMA units working at once."),
         3: _("the clock only says how many cycles per second; count the FLOPs in each cycle."),
-    }, success=_("3e9 cycles/s x 2 FMA units x 8 lanes x 2 FLOPs = 96 GFLOP/s, 16 times one scalar lane."))
+    }, success=_("3e9 cycles/s x 2 FMA units x 8 lanes x 2 FLOPs = 96 GFLOP/s, 8 times the bound without "
+                                   "vector units (section 5)."))
