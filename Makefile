@@ -68,7 +68,7 @@ $(STAMP): pyproject.toml $(LOCK)
 # use; a chapter added to chapters/ later is copied in, and nothing in the copy is ever overwritten
 # (tools/workcopy.py). nbgrader's menu, Validate button and formgrader stay off (.jupyter/reader, added to
 # JUPYTER_CONFIG_PATH); the defaults come from .jupyter/lab/settings; a reader's own settings in ~/.jupyter still win.
-lab: ## open JupyterLab at chapter 00 of your copy my-chapters/ on 127.0.0.1, port 8888 (another: make lab PORT=8899)
+lab: ## open JupyterLab at chapter 00 of your copy my-chapters/ on 127.0.0.1, port 8888 or the next free one (choose: make lab PORT=8899)
 	$(START) lab --port $(PORT) $(START_ARGS)
 
 # A chapter of the copy as the edition has it: the reader's file goes to my-chapters/backups/ first.

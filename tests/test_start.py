@@ -19,8 +19,8 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 SOURCE = (ROOT / "tools" / "start.py").read_text(encoding="utf-8")
 
 
-def test_the_launcher_runs_on_a_bare_python_3_10_with_the_standard_library_alone():
-    tree = ast.parse(SOURCE, feature_version=(3, 10))  # a SyntaxError here: Python 3.10 could not even start it
+def test_the_launcher_runs_on_a_bare_python_3_7_with_the_standard_library_alone():
+    tree = ast.parse(SOURCE, feature_version=(3, 7))  # a SyntaxError here: the Mac's 3.9 could not even start it
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
                 for alias in node.names}
     imported |= {node.module.split(".")[0] for node in ast.walk(tree)
@@ -134,7 +134,17 @@ def test_a_python_older_than_the_collection_needs_is_named_with_what_to_run(vers
     assert (message is None) == fine
     if not fine:
         assert f"needs Python 3.11 or newer; this is Python {'.'.join(map(str, version))}" in message
-        assert ("py -3.12 -m tools.start" if platform == "win32" else "python3.12 -m tools.start") in message
+        assert RUN_INSTEAD[platform] in message and INSTALL[platform] in message
+
+
+# What a refusal tells a reader to run instead, and how to install that Python, on each platform.
+RUN_INSTEAD = {"linux": "one of python3.11 to python3.14, for example: python3.11 -m tools.start "
+                        "(make lab PYTHON=python3.11)",
+               "darwin": "one of python3.11 to python3.14, for example: python3.12 -m tools.start "
+                         "(make lab PYTHON=python3.12)",
+               "win32": "one of Python 3.11 to 3.14, for example: py -3.12 -m tools.start"}
+INSTALL = {"linux": "sudo apt install python3.11 python3.11-venv", "darwin": "brew install python@3.12",
+           "win32": "winget install Python.Python.3.12"}
 
 
 def test_a_failed_venv_is_removed_and_the_message_says_what_to_install(tmp_path, monkeypatch, capsys):
@@ -167,7 +177,7 @@ def test_a_python_newer_than_torch_has_wheels_for_is_named_with_the_range_and_wh
     if not fine:
         assert f"needs Python 3.11 to 3.14 (the torch of requirements.lock has no wheels for a newer one); " \
                f"this is Python {'.'.join(map(str, version))}" in message
-        assert ("py -3.12 -m tools.start" if platform == "win32" else "python3.12 -m tools.start") in message
+        assert RUN_INSTEAD[platform] in message and INSTALL[platform] in message
 
 
 def checkout(root: Path) -> None:
@@ -191,6 +201,27 @@ def test_setup_stops_at_once_on_an_old_python(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(start.sys, "version_info", (3, 10, 12, "final", 0))
     assert start.setup(tmp_path, ["lab"], "cpu", CPU_INDEX) == 1
     assert "needs Python 3.11 or newer" in capsys.readouterr().err and not (tmp_path / ".venv").exists()
+
+
+def test_a_stale_stamp_is_installed_again_by_the_venvs_python_whatever_python_starts_the_launcher(
+        tmp_path, monkeypatch, capsys):
+    # `python3.12 -m tools.start` made .venv; a `git pull` moved the lock; the Mac's python3 (3.9) or Ubuntu 22.04's
+    # (3.10) starts the launcher: .venv's python installs again, and nothing is refused or made
+    checkout(tmp_path)
+    touch(tmp_path / ".venv" / ".installed-lab", os.stat(tmp_path / "requirements.lock").st_mtime - 60)
+    ran = []
+    monkeypatch.setattr(start.sys, "version_info", (3, 10, 12, "final", 0))
+    monkeypatch.setattr(start, "platform_of", lambda name=None: "linux")
+    monkeypatch.setattr(start, "has_pip", lambda python: True)
+    monkeypatch.setattr(start.subprocess, "run", lambda command, **k: ran.append(command) or
+                        subprocess.CompletedProcess(command, 0))
+    assert start.setup(tmp_path, ["lab"], "cuda", CPU_INDEX) == 0, capsys.readouterr().err
+    (pip,) = ran  # no venv step
+    assert pip[:4] == [str(tmp_path / ".venv" / "bin" / "python"), "-m", "pip", "install"]
+    assert start.is_fresh(tmp_path, ["lab"])
+    assert f"+ {start.show(pip, tmp_path)}" in capsys.readouterr().out  # the command, printed before it runs
+    touch(tmp_path / "requirements.lock", os.stat(tmp_path / ".venv" / ".installed-lab").st_mtime + 60)
+    assert plan_here(tmp_path, monkeypatch, capsys) == [start.show(pip, tmp_path)]  # plan says the same
 
 
 @pytest.mark.parametrize("version", [(3, 9, 6, "final", 0), (3, 15, 0, "final", 0)])
@@ -234,10 +265,22 @@ def test_plan_prints_the_commands_and_runs_none():
     result = subprocess.run([sys.executable, "-m", "tools.start", "plan", "--platform", other, "--extras", "dev"],
                             cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    venv, pip = result.stdout.splitlines()
-    assert venv.endswith(" -m venv .venv")
-    assert pip.endswith(" -m pip install --constraint requirements.lock --editable '.[dev]'")
-    assert pip.startswith(".venv/Scripts/python.exe" if other == "win32" else ".venv/bin/python")
+    assert result.stdout.splitlines() == FRESH_CHECKOUT[other]
+
+
+# The plan of a fresh checkout as a reader types it there: the platform's own Python, its paths and its quotes.
+FRESH_CHECKOUT = {
+    "win32": ["py -m venv .venv",
+              '.venv\\Scripts\\python.exe -m pip install --constraint requirements.lock --editable ".[dev]"'],
+    "darwin": ["python3 -m venv .venv",
+               ".venv/bin/python -m pip install --constraint requirements.lock --editable '.[dev]'"],
+}
+
+
+@pytest.mark.parametrize("platform", sorted(FRESH_CHECKOUT))
+def test_plan_for_another_platform_shows_its_python_paths_and_quotes(platform, monkeypatch):
+    monkeypatch.setattr(start, "platform_of", lambda name=None: "linux")  # this machine is another one
+    assert start.planned(ROOT, platform, ["dev"], "cpu", CPU_INDEX) == FRESH_CHECKOUT[platform]
 
 
 def plan_here(root: Path, monkeypatch, capsys) -> list[str]:
@@ -262,8 +305,9 @@ def test_plan_prints_what_the_set_up_would_really_run_with_the_venv_there(tmp_pa
 def test_plan_prints_the_refusal_of_a_python_too_new(tmp_path, monkeypatch, capsys):
     checkout(tmp_path)
     monkeypatch.setattr(start.sys, "version_info", (3, 15, 0, "final", 0))
-    first, then = plan_here(tmp_path, monkeypatch, capsys)
-    assert first.startswith("# error: making .venv needs Python 3.11 to 3.14") and "3.12 -m tools.start" in then
+    first, run, install = plan_here(tmp_path, monkeypatch, capsys)
+    assert first.startswith("# error: making .venv needs Python 3.11 to 3.14") and "3.11 to " in run
+    assert install.startswith("#        None installed? ")
 
 
 def test_help_shows_the_examples_with_the_windows_launcher(capsys):

@@ -8,14 +8,16 @@
     python3 -m tools.start plan --platform win32   the same for a fresh checkout on Windows
 
 Run it in the folder of the clone; on Windows as ``py -m tools.start``. `make setup` and `make lab` call it too.
-It needs only Python's standard library, and it starts on any Python 3.10 or newer so that it can say plainly
-when the Python cannot make ``.venv``: older than 3.11, or newer than 3.14 (PyTorch 2.13 has no wheels for it).
+It needs only Python's standard library and runs on Python 3.7 or newer (3.7 to 3.10 measured), so that it can say
+plainly when the Python cannot make ``.venv``: older than 3.11, or newer than 3.14 (PyTorch 2.13 has no wheels for
+it). Where ``.venv`` is made already, any of these Pythons opens it and updates it: ``.venv``'s own python installs.
 
 What it does (each step printed before it runs):
 
 1. ``python -m venv .venv`` where ``.venv`` has no working pip (a half-made one, left by a failed venv, is made
    again; when venv fails, the half-made folder is removed and the message says what to install). The launcher's
-   Python makes it, so that Python must be 3.11 to 3.14; another is refused before anything is made.
+   Python makes it, so that Python must be 3.11 to 3.14; another is refused before anything is made. Where
+   ``.venv`` has a working pip it is kept, whatever Python runs the launcher.
 2. ``.venv``'s pip installs the checkout with its extras, every version from ``requirements.lock``. On Linux,
    PyPI's torch is the CUDA build (about 4.5 GB more), so ``--torch cpu`` (the default) asks for ``torch==X+cpu``
    from PyTorch's CPU index. The index is probed first (10 s at most: pip would retry an unreachable index for
@@ -24,6 +26,7 @@ What it does (each step printed before it runs):
    the CUDA build. On macOS and Windows PyPI's torch is the CPU build already (MPS on Apple silicon).
 3. A stamp in ``.venv`` (``.installed-lab`` for ``lab``, ``.installed`` for ``dev``, ``.installed-NAME`` for
    ``dev,NAME``) records the install; while it is newer than ``pyproject.toml`` and the lock, step 2 is skipped.
+   A stale stamp (after a ``git pull`` that changed the lock) runs step 2 again, with ``.venv``'s python.
 4. ``lab``: ``.venv``'s python runs ``tools/reader_lab.py`` (127.0.0.1, a token, the reader's copy).
 
 The environment variables TORCH and TORCH_INDEX are read as the defaults of ``--torch`` and ``--torch-index``, as
@@ -41,7 +44,7 @@ import sys
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = "requirements.lock"
@@ -50,6 +53,7 @@ NEEDS = (3, 11)  # requires-python of pyproject.toml (tests/test_start.py checks
 NEWEST = (3, 14)  # the newest Python that the lock's torch (2.13) has wheels for
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 PLATFORMS = ("linux", "darwin", "win32")
+LAUNCHERS = {"linux": "python3", "darwin": "python3", "win32": "py"}  # how a reader starts Python on each platform
 
 
 def platform_of(name: str = sys.platform) -> str:
@@ -145,10 +149,19 @@ def remedies(plan_: Plan, torch_index: str) -> list[str]:
 
 
 def another_python(platform: str) -> str:
-    """How to start the launcher with Python 3.12 instead, on ``platform``."""
+    """The lines of an error that say how to run the launcher with a Python from 3.11 to 3.14 on ``platform``, and
+    how to install one there."""
+    low, high = f"{NEEDS[0]}.{NEEDS[1]}", f"{NEWEST[0]}.{NEWEST[1]}"
     if platform == "win32":
-        return "py -3.12 -m tools.start  (py --list shows the Pythons installed)"
-    return "python3.12 -m tools.start  (make: make setup PYTHON=python3.12)"
+        pythons, run = f"Python {low} to {high}", "py -3.12 -m tools.start (py --list shows the Pythons installed)"
+        install = "winget install Python.Python.3.12, or the installer from https://www.python.org/downloads/"
+    else:
+        version = "3.12" if platform == "darwin" else "3.11"
+        pythons = f"python{low} to python{high}"
+        run = f"python{version} -m tools.start (make lab PYTHON=python{version})"
+        install = ("brew install python@3.12, or the installer from https://www.python.org/downloads/"
+                   if platform == "darwin" else "sudo apt install python3.11 python3.11-venv (Debian, Ubuntu)")
+    return f"       Run this with one of {pythons}, for example: {run}\n       None installed? {install}"
 
 
 def too_old(version: tuple[int, ...], platform: str) -> str | None:
@@ -157,7 +170,7 @@ def too_old(version: tuple[int, ...], platform: str) -> str | None:
         return None
     have = ".".join(map(str, version[:3]))
     return (f"error: mha-notebooks needs Python {NEEDS[0]}.{NEEDS[1]} or newer; this is Python {have}.\n"
-            f"       Run this with a newer one, for example: {another_python(platform)}")
+            f"{another_python(platform)}")
 
 
 def too_new(version: tuple[int, ...], platform: str) -> str | None:
@@ -167,13 +180,16 @@ def too_new(version: tuple[int, ...], platform: str) -> str | None:
     have = ".".join(map(str, version[:3]))
     return (f"error: making {VENV} needs Python {NEEDS[0]}.{NEEDS[1]} to {NEWEST[0]}.{NEWEST[1]} (the torch of {LOCK} "
             f"has no wheels for a newer one); this is Python {have}.\n"
-            f"       Run this with one of them, for example: {another_python(platform)}")
+            f"{another_python(platform)}")
 
 
 def refusal(version: tuple[int, ...], platform: str, makes_venv: bool) -> str | None:
-    """Why a set-up with this Python stops before it starts, or None. A Python too new for PyTorch is refused only
-    where it would make ``.venv``: an existing ``.venv`` keeps the Python it was made with."""
-    return too_old(version, platform) or (too_new(version, platform) if makes_venv else None)
+    """Why a set-up with this Python stops before it starts, or None. A Python too old or too new is refused only
+    where it would make ``.venv``: an existing ``.venv`` keeps the Python it was made with, and that python runs
+    the install (after a ``git pull`` made the stamp stale, say) and JupyterLab."""
+    if not makes_venv:
+        return None
+    return too_old(version, platform) or too_new(version, platform)
 
 
 def reachable(url: str, timeout: float = 10) -> bool:
@@ -194,10 +210,14 @@ def say(text: str) -> None:
     print(f"==> {text}", flush=True)
 
 
-def show(command: list[str], root: Path = ROOT) -> str:
-    """A command as one line to read, with the checkout's paths relative to it."""
-    parts = [part[len(str(root)) + 1:] if part.startswith(str(root) + os.sep) else part for part in command]
-    return " ".join(f"'{part}'" if re.search(r"[\s\[\]]", part) else part for part in parts)
+def show(command: list[str], root: Path = ROOT, platform: str | None = None) -> str:
+    """A command as one line to type on ``platform`` (this machine's by default), with the checkout's paths relative
+    to it: on win32 with backslashes and in double quotes (PowerShell and cmd), elsewhere in single quotes."""
+    platform = platform or platform_of()
+    flavour, quote = (PureWindowsPath, '"') if platform == "win32" else (PurePosixPath, "'")
+    parts = [str(flavour(*Path(part).relative_to(root).parts)) if part.startswith(str(root) + os.sep) else part
+             for part in command]
+    return " ".join(f"{quote}{part}{quote}" if re.search(r"[\s\[\]]", part) else part for part in parts)
 
 
 def setup(root: Path, extras: list[str], torch: str, torch_index: str) -> int:
@@ -219,7 +239,8 @@ def setup(root: Path, extras: list[str], torch: str, torch_index: str) -> int:
         say(f"Creating the virtual environment {VENV} with Python {'.'.join(map(str, sys.version_info[:3]))}")
         if subprocess.run(steps.make_venv, cwd=root).returncode != 0:
             shutil.rmtree(root / VENV, ignore_errors=True)
-            print(f"error: '{show(steps.make_venv)}' failed, so the half-made {VENV} was removed.", file=sys.stderr)
+            print(f"error: '{show(steps.make_venv, root)}' failed, so the half-made {VENV} was removed.",
+                  file=sys.stderr)
             if platform == "linux":
                 print("       On Debian or Ubuntu install the venv module first: sudo apt install python3-venv\n"
                       "       (or python3.X-venv for your Python 3.X), then run this again.", file=sys.stderr)
@@ -228,7 +249,7 @@ def setup(root: Path, extras: list[str], torch: str, torch_index: str) -> int:
         say(note)
     torch_note = f" (torch {steps.cpu_torch})" if steps.cpu_torch else ""
     say(f"Installing mha-notebooks[{','.join(extras)}] and its dependencies at the versions of {LOCK}{torch_note}")
-    print(f"+ {show(steps.pip)}", flush=True)
+    print(f"+ {show(steps.pip, root)}", flush=True)
     if subprocess.run(steps.pip, cwd=root).returncode != 0:
         print("\n".join(remedies(steps, torch_index)), file=sys.stderr)
         return 1
@@ -239,7 +260,8 @@ def setup(root: Path, extras: list[str], torch: str, torch_index: str) -> int:
 def planned(root: Path, platform: str, extras: list[str], torch: str, torch_index: str) -> list[str]:
     """The lines ``plan`` prints: the commands a set-up would run now, and nothing is run. On this machine's platform
     they follow ``.venv`` as ``setup`` does (nothing where the stamp is fresh, no venv step where it has a pip, a
-    refusal where this Python cannot make it); for another platform they are those of a fresh checkout."""
+    refusal where this Python cannot make it); for another platform they are those of a fresh checkout, as typed
+    there (``py -m venv .venv`` and ``.venv\\Scripts\\python.exe`` on win32)."""
     here = platform == platform_of()
     if here and is_fresh(root, extras):
         return [f"# {VENV} has mha-notebooks[{','.join(extras)}] (its stamp is newer than pyproject.toml and {LOCK}): "
@@ -248,8 +270,9 @@ def planned(root: Path, platform: str, extras: list[str], torch: str, torch_inde
     message = refusal(sys.version_info, platform, makes_venv=not has_venv) if here else None
     if message:
         return [f"# {line}" for line in message.splitlines()]
-    steps = plan(root, platform, extras, torch, torch_index, has_venv=has_venv)
-    lines = [show(command, root) for command in (steps.make_venv, steps.pip) if command]
+    steps = plan(root, platform, extras, torch, torch_index, has_venv=has_venv,
+                 python=None if here else LAUNCHERS[platform])
+    lines = [show(command, root, platform) for command in (steps.make_venv, steps.pip) if command]
     if steps.cpu_torch:
         lines.append(f"# first: is {torch_index}/torch/ reachable (10 s)? If not, --extra-index-url is left out")
     return lines
