@@ -243,7 +243,7 @@ def test_the_command_line_speaks_the_language_of_the_edition(tmp_path, monkeypat
     assert workcopy.main(["update", "--edition", "zh_CN"]) == 0
     printed = capsys.readouterr().out
     assert "03_splitting_heads.ipynb 的新版本" in printed and "make refresh-zh" in printed
-    assert "`python -m tools.workcopy refresh --edition zh_CN`" in printed  # the command without make, run next
+    assert "`.venv/bin/python -m tools.workcopy refresh --edition zh_CN`" in printed  # the command without make
     assert workcopy.main(["refresh", "--edition", "zh_CN"]) == 0
     assert "已换成新版本；你原来的文件在" in capsys.readouterr().out
     assert workcopy.main(["reset", "--edition", "zh_CN", "7"]) == 2
@@ -280,3 +280,13 @@ def test_no_chapter_reaches_outside_its_folder(edition):
     for path in sorted(source.glob("*.ipynb")):
         for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
             assert "../" not in cell.source, f"{path.relative_to(ROOT)}, cell {index}: a path outside {source.name}/"
+
+
+@pytest.mark.parametrize("platform, python", [("win32", r".venv\Scripts\python"), ("linux", ".venv/bin/python"),
+                                              ("darwin", ".venv/bin/python")])
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_the_newer_edition_message_gives_the_command_as_this_shell_types_it(monkeypatch, platform, python, language):
+    monkeypatch.setattr(workcopy.sys, "platform", platform)
+    text = workcopy.say(workcopy.EDITIONS[language], "newer", names="04_multi_head_attention.ipynb")
+    flag = "" if language == "en" else " --edition zh_CN"
+    assert f"`{python} -m tools.workcopy refresh{flag}`" in text  # on Windows `python` may be the Store's alias

@@ -193,7 +193,7 @@ MESSAGES = {
                 "touches it (git ignores it).",
         "added": "==> New in {source}/, now in {copy}/ too: {names}",
         "newer": "==> {source}/ has a newer edition of {names}; your copy is as it was. `make refresh{suffix}` "
-                 "(without make: `python -m tools.workcopy refresh{flag}` with .venv's python) takes it in and "
+                 "(without make: `{python} -m tools.workcopy refresh{flag}`) takes it in and "
                  "keeps your file in {copy}/backups/.",
         "reset": "==> {path} is the edition's again",
         "refreshed": "==> {path}: the newer edition",
@@ -210,7 +210,7 @@ MESSAGES = {
                 "Git 忽略它，`git pull` 永远不会碰它。",
         "added": "==> {source}/ 中新增的章节已复制到 {copy}/：{names}",
         "newer": "==> {source}/ 中有 {names} 的新版本；你的副本保持原样。`make refresh{suffix}`（没有 make 时："
-                 "用 .venv 中的 python 运行 `python -m tools.workcopy refresh{flag}`）会换成新版本，"
+                 "`{python} -m tools.workcopy refresh{flag}`）会换成新版本，"
                  "并把你的文件保存在 {copy}/backups/。",
         "reset": "==> {path} 已恢复为当前版本",
         "refreshed": "==> {path}：已换成新版本",
@@ -227,8 +227,9 @@ MESSAGES = {
 def say(edition: Edition, message: str, **fields: object) -> str:
     """``MESSAGES[language][message]`` for ``edition``, with its folders, make suffix and --edition flag filled in."""
     flag = "" if edition.language == "en" else f" --edition {edition.language}"
+    python = r".venv\Scripts\python" if sys.platform == "win32" else ".venv/bin/python"  # as typed in this OS's shell
     return MESSAGES[edition.language][message].format(source=_show(edition.source), copy=_show(edition.copy),
-                                                      suffix=edition.make_suffix, flag=flag, **fields)
+                                                      suffix=edition.make_suffix, flag=flag, python=python, **fields)
 
 
 def _show(path: Path) -> str:
