@@ -291,7 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m tools.start", description=summary,
                                      epilog=f"examples (on Windows: py -m tools.start):\n{examples}",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", nargs="?", choices=["lab", "setup", "plan"], default="lab")
+    parser.add_argument("action", nargs="?", choices=["lab", "setup", "plan"], default="lab",
+                        help="lab (the default): set up if needed, then open JupyterLab; setup: set up only; "
+                             "plan: print the commands, run none")
     parser.add_argument("--extras", type=extras_list, default=["lab"],
                         help="extras of pyproject.toml to install: lab (readers, the default), dev (maintainers)")
     parser.add_argument("--torch", default=os.environ.get("TORCH") or "cpu", choices=["cpu", "cuda"],
