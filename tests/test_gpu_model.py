@@ -125,7 +125,7 @@ def test_cpu_time_windows_are_long_enough_to_count_the_cores():
 
     queries, keys, values = random_qkv(32, 10, 100)
     call = lambda: attention_batched(queries, keys, values, 5)  # noqa: E731 - a call of a fraction of a millisecond
-    assert calls_per_window([call], 0.02) >= 5  # more calls than the chapter's old windows of 5
+    assert calls_per_window([call], 1e-9) == 1 and calls_per_window([call], 10.0) > 1  # at least one call, and enough
     threads = min(2, os.cpu_count() or 1)
     times = paired_wall_and_cpu(call, call, repeats=3, num_threads=threads)
     for wall, cpu in zip(times["wall"][1], times["cpu"][1], strict=True):
